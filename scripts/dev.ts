@@ -1,0 +1,80 @@
+/**
+ * `npm run dev`: the whole service on one machine. Embedded Postgres (unless DATABASE_URL is
+ * set), the Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS is set or a server
+ * already listens on 127.0.0.1:7233), and the worker. State lives in .dev/ and survives a
+ * restart. Ctrl-C stops everything this script started.
+ */
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { ensureSearchAttributes } from '../src/client/search-attributes-setup';
+import { DEV_POSTGRES_PORT, DEV_STATE_DIR, loadConfig } from '../src/config';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/dev/postgres';
+import { findTemporalCli } from '../src/dev/temporal-cli';
+import { isPortOpen, startDevServer, type DevServer } from '../src/dev/temporal-server';
+import { createSessionWorker } from '../src/worker';
+
+const say = (line: string) => console.log(`[dev] ${line}`);
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const stops: Array<() => Promise<void>> = [];
+  let stopping = false;
+  const stopAll = async () => {
+    if (stopping) return;
+    stopping = true;
+    for (const stop of stops.reverse()) await stop().catch((error) => say(`stop failed: ${error}`));
+  };
+
+  try {
+    let pg: EmbeddedPostgres | undefined;
+    if (process.env.DATABASE_URL) {
+      say(`using Postgres from DATABASE_URL`);
+    } else {
+      say(`starting embedded Postgres on 127.0.0.1:${DEV_POSTGRES_PORT} (data in .dev/postgres)`);
+      pg = await startEmbeddedPostgres({ dataDir: path.join(DEV_STATE_DIR, 'postgres'), port: DEV_POSTGRES_PORT, database: 'session_compaction', log: say });
+      stops.push(() => pg!.stop());
+    }
+
+    const [host, portText] = config.temporal.address.split(':');
+    let server: DevServer | undefined;
+    let uiUrl = 'http://127.0.0.1:8233';
+    if (process.env.TEMPORAL_ADDRESS || (await isPortOpen(host, Number(portText)))) {
+      say(`using the Temporal server at ${config.temporal.address}`);
+      const connection = await Connection.connect({ address: config.temporal.address });
+      const added = await ensureSearchAttributes(connection, config.temporal.namespace).catch((error) => {
+        say(`could not register search attributes: ${error.message}`);
+        return [];
+      });
+      if (added.length) say(`registered search attributes ${added.join(', ')}`);
+      await connection.close();
+    } else {
+      const cliPath = findTemporalCli({ log: say });
+      if (!cliPath) throw new Error('the Temporal CLI is not installed and could not be installed (see README: Temporal CLI)');
+      say(`starting the Temporal dev server (${cliPath}) on ${config.temporal.address}, state in .dev/temporal.sqlite`);
+      server = await startDevServer({
+        cliPath,
+        ip: host,
+        port: Number(portText),
+        uiPort: 8233,
+        dbFilename: path.join(DEV_STATE_DIR, 'temporal.sqlite'),
+        namespace: config.temporal.namespace,
+      });
+      uiUrl = server.uiUrl!;
+      stops.push(() => server!.stop());
+    }
+
+    const worker = await createSessionWorker({ config: { ...config, databaseUrl: pg?.url ?? config.databaseUrl }, log: say });
+    process.once('SIGINT', () => say('stopping (Ctrl-C)...'));
+    console.log(`\nsession-compaction is ready. Temporal Web UI: ${uiUrl}  Temporal: ${config.temporal.address}  task queue: ${config.temporal.taskQueue}`);
+    console.log(`try: npx sessions create demo && npx sessions compact demo --json   (Ctrl-C stops everything)\n`);
+    await worker.run();
+  } finally {
+    await stopAll();
+    say('stopped');
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

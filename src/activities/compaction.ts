@@ -1,0 +1,132 @@
+/**
+ * The compaction activities, built by a factory so the worker (and tests) inject the
+ * database and the summariser. `compactSession` is the only one on the happy path: it
+ * snapshots the head, summarises while heartbeating (the heartbeat is the lease refresh,
+ * the heartbeat timeout the lease TTL), judges the candidate and publishes it in one
+ * transaction. Every step is idempotent by job id, so a retried attempt, or a late result
+ * of a lost one, never commits a second child.
+ */
+import { Context, log } from '@temporalio/activity';
+import { buildCandidate, judgeCandidate } from '../compaction/candidate';
+import { planCompaction, type PlanOptions } from '../compaction/plan';
+import { rowToMessage } from '../db/schema';
+import type { Database } from '../db/database';
+import { beginJob, commitCompaction, finishJob, lineageOf, sessionMessages, type CompactionJob } from '../db/session-store';
+import type { CompactionMode } from '../workflows/contract';
+import type { Summariser } from './summariser';
+
+export interface CompactSessionInput extends CompactionJob {
+  mode: CompactionMode;
+  focusTopic?: string;
+  force: boolean;
+}
+
+export interface CompactSessionResult {
+  outcome: 'compacted' | 'stale' | 'refused';
+  headSessionId: string;
+  generation: number;
+  previousSessionId?: string;
+  reason?: string;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  messagesBefore?: number;
+  messagesAfter?: number;
+}
+
+export interface CompactionActivityDeps {
+  db: Database;
+  summariser: Summariser;
+  plan: Omit<PlanOptions, 'force'>;
+  /** How often the activity heartbeats while it works (the SDK throttles further). */
+  heartbeatIntervalMs: number;
+  /** Seam for tests: a heartbeat that a test can silence to simulate a partitioned worker. */
+  heartbeat?: (details: unknown) => void;
+}
+
+export function createCompactionActivities(deps: CompactionActivityDeps) {
+  const heartbeat = deps.heartbeat ?? ((details: unknown) => Context.current().heartbeat(details));
+
+  async function compactSession(input: CompactSessionInput): Promise<CompactSessionResult> {
+    const { db } = deps;
+    const record = await beginJob(db, input, deps.summariser.model);
+    if (record.outcome === 'compacted') {
+      return { outcome: 'compacted', headSessionId: record.childSessionId!, generation: record.generation, previousSessionId: record.parentSessionId, messagesAfter: record.messagesAfter ?? undefined };
+    }
+    const lineage = await lineageOf(db, input.lineageId);
+    if (lineage.headSessionId !== input.parentSessionId || lineage.generation !== input.generation) {
+      const reason = `the head is ${lineage.headSessionId} (generation ${lineage.generation}); adopting it instead of compacting again`;
+      await finishJob(db, input.jobId, 'stale', { reason });
+      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason };
+    }
+
+    const rows = await sessionMessages(db, input.parentSessionId);
+    const watermarkSeq = rows.length > 0 ? rows[rows.length - 1].seq : 0;
+    const transcript = rows.map(rowToMessage);
+    const refuse = async (reason: string, stats: { tokensBefore?: number; tokensAfter?: number } = {}): Promise<CompactSessionResult> => {
+      await finishJob(db, input.jobId, 'refused', { reason, messagesBefore: transcript.length, ...stats });
+      return { outcome: 'refused', headSessionId: lineage.headSessionId, generation: lineage.generation, reason, messagesBefore: transcript.length, ...stats };
+    };
+
+    const plan = planCompaction(transcript, { ...deps.plan, force: input.force });
+    if (plan.middle.length === 0) {
+      return refuse(`nothing to summarise: all ${transcript.length} messages fit in the kept head and tail`);
+    }
+
+    let chunks = 0;
+    const beat = () => heartbeat({ phase: 'summarising', messages: plan.middle.length, chunks });
+    beat();
+    const ticker = setInterval(beat, deps.heartbeatIntervalMs);
+    let summary;
+    try {
+      summary = await deps.summariser.summarise(
+        { middle: plan.middle, previousSummary: plan.previousSummary, focusTopic: input.focusTopic, force: input.force },
+        { signal: Context.current().cancellationSignal, onProgress: () => chunks++ },
+      );
+    } finally {
+      clearInterval(ticker);
+    }
+    const usage = { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens };
+    if (summary.text.trim() === '') return refuse('the summariser returned an empty summary');
+
+    const candidate = buildCandidate(plan, summary.text, transcript);
+    const verdict = judgeCandidate(transcript, candidate);
+    if (!verdict.accepted) {
+      await finishJob(db, input.jobId, 'refused', { reason: verdict.reason, tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter, messagesBefore: transcript.length, messagesAfter: candidate.length, ...usage });
+      return { outcome: 'refused', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: verdict.reason, tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter };
+    }
+
+    heartbeat({ phase: 'committing' });
+    const committed = await commitCompaction(db, {
+      job: input,
+      mode: input.mode,
+      watermarkSeq,
+      compacted: candidate,
+      stats: { tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter, messagesBefore: transcript.length, ...usage },
+    });
+    if (committed.outcome === 'stale') {
+      await finishJob(db, input.jobId, 'stale', { reason: committed.reason });
+      return { outcome: 'stale', headSessionId: committed.headSessionId, generation: committed.generation, reason: committed.reason };
+    }
+    if (committed.alreadyCommitted) log.info('compaction already committed by an earlier attempt', { jobId: input.jobId });
+    return {
+      outcome: 'compacted',
+      headSessionId: committed.headSessionId,
+      generation: committed.generation,
+      previousSessionId: input.mode === 'rotate' ? input.parentSessionId : undefined,
+      tokensBefore: verdict.tokensBefore,
+      tokensAfter: verdict.tokensAfter,
+      messagesBefore: transcript.length,
+      messagesAfter: committed.messagesAfter,
+    };
+  }
+
+  /** Records a compaction the workflow gave up on (summariser failed for good). */
+  async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<void> {
+    await beginJob(deps.db, input, deps.summariser.model);
+    await finishJob(deps.db, input.jobId, 'aborted', { reason: input.reason });
+  }
+
+  return { compactSession, recordAbortedCompaction };
+}
+
+export type CompactionActivities = ReturnType<typeof createCompactionActivities>;

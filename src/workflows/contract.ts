@@ -1,0 +1,159 @@
+/**
+ * The wire contract of the session workflow: its type, id scheme, signal, Update and query
+ * names and payloads. A service in any language can call the workflow with these names and
+ * JSON shapes (see docs/wire-contract.md). Workflow-safe: no I/O, no Node built-ins.
+ */
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { BackgroundCompactionRejectedError, InvalidInputError } from '../errors';
+import type { LineageSettings } from './settings';
+
+export const SESSION_WORKFLOW_TYPE = 'sessionLineageWorkflow';
+export const WORKFLOW_ID_PREFIX = 'session-lineage/';
+
+/** One workflow per lineage; the lineage is named by its root (first) session id. */
+export function lineageWorkflowId(lineageId: string): string {
+  return `${WORKFLOW_ID_PREFIX}${lineageId}`;
+}
+
+/** Rotation ends the parent and creates a child; in-place keeps the id and archives rows. */
+export type CompactionMode = 'rotate' | 'in_place';
+export const COMPACTION_MODES: readonly CompactionMode[] = ['rotate', 'in_place'];
+
+/** Children of a rotated session are named after the lineage root and their generation. */
+export function childSessionId(lineageId: string, generation: number): string {
+  return `${lineageId}--g${generation}`;
+}
+
+export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+export const MAX_SESSION_ID_LENGTH = 128;
+const DERIVED_ID_SUFFIX = /--g\d+$/;
+
+/** Checks a session id a caller refers to (created by them, or derived by a rotation). */
+export function checkSessionId(value: unknown, field = 'sessionId'): string {
+  if (typeof value !== 'string' || value.length === 0) throw new InvalidInputError(field, 'must be a non-empty string');
+  const base = value.replace(DERIVED_ID_SUFFIX, '');
+  if (base.length > MAX_SESSION_ID_LENGTH) {
+    throw new InvalidInputError(field, `must be at most ${MAX_SESSION_ID_LENGTH} characters`);
+  }
+  if (!SESSION_ID_PATTERN.test(value)) {
+    throw new InvalidInputError(field, 'may contain only letters, digits and . _ : - and must start with a letter or digit');
+  }
+  return value;
+}
+
+/** Checks the id of a new session: the `--gN` suffix is reserved for rotation children. */
+export function checkNewSessionId(value: unknown, field = 'sessionId'): string {
+  const id = checkSessionId(value, field);
+  if (DERIVED_ID_SUFFIX.test(id)) throw new InvalidInputError(field, 'must not end in --g<number> (reserved for compaction children)');
+  return id;
+}
+
+export type CompactionTrigger = 'update' | 'signal' | 'threshold';
+
+export interface CompactRequest {
+  /** Idempotency key: a request id answered before is answered again, never re-run. */
+  requestId?: string;
+  /** The session the caller believes is the head. */
+  sessionId: string;
+  focusTopic?: string;
+  force?: boolean;
+  /** Set by helper agents that share the session; such requests never compact. */
+  background?: boolean;
+  /** Why the request was made; defaults to how it arrived. */
+  trigger?: CompactionTrigger;
+}
+
+export type CompactionOutcome = 'compacted' | 'stale' | 'refused' | 'aborted';
+
+export interface CompactResult {
+  requestId: string;
+  outcome: CompactionOutcome;
+  /** The head after the call. */
+  sessionId: string;
+  /** The session that was rotated away, when this call rotated one. */
+  previousSessionId?: string;
+  generation: number;
+  reason?: string;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  messagesBefore?: number;
+  messagesAfter?: number;
+}
+
+export interface QueuedRequestView {
+  requestId: string;
+  sessionId: string;
+  trigger: CompactionTrigger;
+}
+
+export interface LineageState {
+  lineageId: string;
+  headSessionId: string;
+  generation: number;
+  mode: CompactionMode;
+  compactions: number;
+  queue: QueuedRequestView[];
+  inFlight?: { jobId: string; sessionId: string; requestIds: string[] };
+  lastOutcome?: CompactionOutcome;
+  lastReason?: string;
+  closed: boolean;
+}
+
+export interface SessionLineageInput {
+  lineageId: string;
+  headSessionId: string;
+  generation: number;
+  mode: CompactionMode;
+  source?: string;
+  settings?: Partial<LineageSettings>;
+  /** State carried across continue-as-new. */
+  carried?: CarriedState;
+}
+
+export interface CarriedState {
+  queue: Array<Required<Pick<CompactRequest, 'requestId' | 'sessionId' | 'trigger'>> & Omit<CompactRequest, 'requestId' | 'sessionId' | 'trigger'>>;
+  answered: CompactResult[];
+  jobCounter: number;
+  compactions: number;
+}
+
+export const compactUpdate = defineUpdate<CompactResult, [CompactRequest]>('compact');
+export const compactSignal = defineSignal<[CompactRequest]>('requestCompaction');
+export const closeSignal = defineSignal<[]>('close');
+export const stateQuery = defineQuery<LineageState>('state');
+export const requestResultQuery = defineQuery<CompactResult | null, [string]>('requestResult');
+
+const MAX_FOCUS_TOPIC_LENGTH = 1000;
+const MAX_REQUEST_ID_LENGTH = 200;
+const REQUEST_FIELDS = new Set(['requestId', 'sessionId', 'focusTopic', 'force', 'background', 'trigger']);
+
+/**
+ * Validates a compaction request. Used by the Update validator (so a bad request never
+ * reaches history), by the signal handler (which drops bad requests) and by the client.
+ */
+export function checkCompactRequest(raw: unknown): CompactRequest {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidInputError('request', 'must be an object');
+  const r = raw as Record<string, unknown>;
+  for (const key of Object.keys(r)) if (!REQUEST_FIELDS.has(key)) throw new InvalidInputError(key, 'is not a known field');
+  const sessionId = checkSessionId(r.sessionId);
+  if (r.requestId !== undefined && (typeof r.requestId !== 'string' || r.requestId.length === 0 || r.requestId.length > MAX_REQUEST_ID_LENGTH)) {
+    throw new InvalidInputError('requestId', `must be a string of 1 to ${MAX_REQUEST_ID_LENGTH} characters`);
+  }
+  if (r.focusTopic !== undefined && (typeof r.focusTopic !== 'string' || r.focusTopic.length > MAX_FOCUS_TOPIC_LENGTH)) {
+    throw new InvalidInputError('focusTopic', `must be a string of at most ${MAX_FOCUS_TOPIC_LENGTH} characters`);
+  }
+  for (const flag of ['force', 'background'] as const) {
+    if (r[flag] !== undefined && typeof r[flag] !== 'boolean') throw new InvalidInputError(flag, 'must be a boolean');
+  }
+  if (r.trigger !== undefined && r.trigger !== 'update' && r.trigger !== 'signal' && r.trigger !== 'threshold') {
+    throw new InvalidInputError('trigger', 'must be one of update, signal, threshold');
+  }
+  if (r.background === true) throw new BackgroundCompactionRejectedError();
+  return {
+    sessionId,
+    requestId: r.requestId as string | undefined,
+    focusTopic: r.focusTopic as string | undefined,
+    force: r.force as boolean | undefined,
+    trigger: r.trigger as CompactionTrigger | undefined,
+  };
+}

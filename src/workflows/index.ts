@@ -1,0 +1,1 @@
+export { sessionLineageWorkflow } from './session-lineage';
