@@ -1,0 +1,54 @@
+/**
+ * Starts the real components once per `npm test`: an embedded PostgreSQL server (or uses
+ * TEST_DATABASE_URL), the official Temporal dev server (headless, in memory), and bundles the
+ * workflow code once for every worker the tests start.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { bundleWorkflowCode } from '@temporalio/worker';
+import type { TestProject } from 'vitest/node';
+import { runMigrations, openDatabase } from '../../src/db/database';
+import { startEmbeddedPostgres } from '../../src/dev/postgres';
+import { findTemporalCli } from '../../src/dev/temporal-cli';
+import { freePort, startDevServer } from '../../src/dev/temporal-server';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    stack: { databaseUrl: string; temporalAddress: string; workflowBundlePath: string; runDir: string };
+  }
+}
+
+const RUN_DIR = path.resolve(__dirname, '../../.test-run');
+
+export default async function setup(project: TestProject) {
+  const runDir = path.join(RUN_DIR, String(process.pid));
+  mkdirSync(runDir, { recursive: true });
+  const stops: Array<() => Promise<void>> = [];
+
+  let databaseUrl = process.env.TEST_DATABASE_URL;
+  if (!databaseUrl) {
+    const pg = await startEmbeddedPostgres({ dataDir: path.join(runDir, 'postgres'), port: await freePort(), database: 'session_compaction_template' });
+    stops.push(() => pg.stop());
+    databaseUrl = pg.url;
+  }
+  // Each test file gets its own database, cloned from this migrated template.
+  const template = openDatabase(databaseUrl, { max: 1 });
+  await runMigrations(template);
+  await template.close();
+
+  const cliPath = findTemporalCli();
+  if (!cliPath) throw new Error('the Temporal CLI is not available and could not be installed');
+  const server = await startDevServer({ cliPath, port: await freePort(), headless: true });
+  stops.push(() => server.stop());
+
+  const { code } = await bundleWorkflowCode({ workflowsPath: path.resolve(__dirname, '../../src/workflows/index.ts'), logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never });
+  const workflowBundlePath = path.join(runDir, 'workflow-bundle.js');
+  writeFileSync(workflowBundlePath, code);
+
+  project.provide('stack', { databaseUrl, temporalAddress: server.address, workflowBundlePath, runDir });
+
+  return async () => {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    rmSync(runDir, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,170 @@
+/**
+ * Per-test-file harness over the real stack started by global setup: a fresh database
+ * cloned from the migrated template, a worker on its own task queue (in this process, or as
+ * a separate worker process that a test may kill), a SessionsClient, and a fake LLM.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import { Pool } from 'pg';
+import { inject } from 'vitest';
+import { SessionsClient } from '../../src/client';
+import { type Config, loadConfig, PROJECT_ROOT } from '../../src/config';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database';
+import type { LineageSettings } from '../../src/workflows/settings';
+import { createSessionWorker, type SessionWorker, type SessionWorkerOptions } from '../../src/worker';
+import { type FakeLlm, startFakeLlm } from './fake-llm';
+
+let runtimeInstalled = false;
+function quietRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+}
+
+async function cloneTemplateDatabase(templateUrl: string): Promise<string> {
+  const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
+  const admin = new URL(templateUrl);
+  const templateName = admin.pathname.slice(1);
+  admin.pathname = '/postgres';
+  const pool = new Pool({ connectionString: admin.toString(), max: 1 });
+  try {
+    await pool.query(`CREATE DATABASE ${name} TEMPLATE ${templateName}`);
+  } finally {
+    await pool.end();
+  }
+  const url = new URL(templateUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export interface TestStackOptions {
+  env?: Record<string, string>;
+  settings?: Partial<LineageSettings>;
+  /** Do not start an in-process worker (a test starts worker processes itself). */
+  noWorker?: boolean;
+  worker?: Partial<SessionWorkerOptions>;
+}
+
+export interface TestStack {
+  config: Config;
+  env: Record<string, string>;
+  llm: FakeLlm;
+  db: DatabaseHandle;
+  client: SessionsClient;
+  temporal: Client;
+  worker?: SessionWorker;
+  startWorker(options?: Partial<SessionWorkerOptions>): Promise<SessionWorker>;
+  stopWorker(): Promise<void>;
+  spawnWorkerProcess(): Promise<ChildProcess>;
+  close(): Promise<void>;
+}
+
+export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
+  quietRuntime();
+  const stack = inject('stack');
+  const llm = await startFakeLlm();
+  const databaseUrl = await cloneTemplateDatabase(stack.databaseUrl);
+  const env: Record<string, string> = {
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    TEMPORAL_TASK_QUEUE: `test-${randomUUID()}`,
+    DATABASE_URL: databaseUrl,
+    OPENAI_API_KEY: 'test-key',
+    OPENAI_BASE_URL: llm.baseURL,
+    COMPACTION_MODEL: 'fake-model',
+    COMPACTION_LEASE_TTL_MS: '2000',
+    COMPACTION_TAIL_TOKENS: '200',
+    ...options.env,
+  };
+  const config = loadConfig(env);
+  const db = openDatabase(databaseUrl);
+  const connection = await Connection.connect({ address: stack.temporalAddress });
+  const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  const client = await SessionsClient.connect({
+    config,
+    database: db,
+    settings: { retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000, ...options.settings },
+  });
+  let nativeConnection: NativeConnection | undefined;
+  let running: { worker: SessionWorker; done: Promise<void> } | undefined;
+  const children = new Set<ChildProcess>();
+
+  const result: TestStack = {
+    config,
+    env,
+    llm,
+    db,
+    client,
+    temporal,
+    async startWorker(workerOptions = {}) {
+      nativeConnection ??= await NativeConnection.connect({ address: stack.temporalAddress });
+      const worker = await createSessionWorker({
+        config,
+        connection: nativeConnection,
+        database: db,
+        workflowBundlePath: stack.workflowBundlePath,
+        log: () => undefined,
+        ...options.worker,
+        ...workerOptions,
+      });
+      running = { worker, done: worker.run() };
+      result.worker = worker;
+      return worker;
+    },
+    async stopWorker() {
+      if (!running) return;
+      running.worker.shutdown();
+      await running.done;
+      running = undefined;
+      result.worker = undefined;
+    },
+    async spawnWorkerProcess() {
+      const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(PROJECT_ROOT, 'src/worker.ts')], {
+        env: { ...process.env, ...env, WORKFLOW_BUNDLE_PATH: stack.workflowBundlePath },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      children.add(child);
+      let output = '';
+      const ready = new Promise<void>((resolve, reject) => {
+        const onData = (chunk: Buffer) => {
+          output += chunk.toString();
+          if (output.includes('worker ready')) resolve();
+        };
+        child.stdout!.on('data', onData);
+        child.stderr!.on('data', onData);
+        child.once('exit', (code) => reject(new Error(`worker process exited with ${code}:\n${output}`)));
+      });
+      await ready;
+      return child;
+    },
+    async close() {
+      for (const child of children) child.kill('SIGKILL');
+      await result.stopWorker();
+      await client.close();
+      await connection.close();
+      await nativeConnection?.close();
+      await db.close();
+      await llm.close();
+    },
+  };
+  if (!options.noWorker) await result.startWorker();
+  return result;
+}
+
+/** A transcript long enough to compact: a system prompt and `turns` user/tool/assistant turns. */
+export function conversation(turns: number, options: { toolCalls?: boolean } = {}) {
+  const messages: Array<Record<string, unknown>> = [{ role: 'system', content: 'You are a careful coding agent.' }];
+  for (let i = 0; i < turns; i++) {
+    messages.push({ role: 'user', content: `Request ${i}: please refactor module ${i}; keep the public API stable and add tests for the edge cases.` });
+    if (options.toolCalls !== false) {
+      messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'edit_file', arguments: JSON.stringify({ path: `src/module${i}.ts` }) } }] });
+      messages.push({ role: 'tool', tool_call_id: `call_${i}`, content: `edited src/module${i}.ts: 42 lines changed, tests pass. `.repeat(4) });
+    }
+    messages.push({ role: 'assistant', content: `Module ${i} is refactored and its tests pass.` });
+  }
+  return messages;
+}
+
+export const uniqueId = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
