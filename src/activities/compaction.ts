@@ -107,6 +107,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       await finishJob(db, input.jobId, 'stale', { reason: committed.reason });
       return { outcome: 'stale', headSessionId: committed.headSessionId, generation: committed.generation, reason: committed.reason };
     }
+    heartbeat({ phase: 'committed', alreadyCommitted: committed.alreadyCommitted });
     if (committed.alreadyCommitted) log.info('compaction already committed by an earlier attempt', { jobId: input.jobId });
     return {
       outcome: 'compacted',

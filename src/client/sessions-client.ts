@@ -97,6 +97,9 @@ function userErrorFrom(error: unknown): Error {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class SessionsClient {
+  /** How often compact() met the server's in-flight Update limit and went by signal instead. */
+  readonly stats = { updateLimitFallbacks: 0 };
+
   private constructor(
     private readonly config: Config,
     private readonly temporal: Client,
@@ -178,6 +181,7 @@ export class SessionsClient {
       result = await this.temporal.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation });
     } catch (error) {
       if (!isUpdateLimitError(error)) throw userErrorFrom(error);
+      this.stats.updateLimitFallbacks++;
       result = await this.compactBySignal(lineage.lineageId, request);
     }
     const transcript = await store.headTranscript(this.database.db, result.sessionId);
