@@ -11,7 +11,7 @@ import { buildCandidate, judgeCandidate } from '../compaction/candidate';
 import { planCompaction, type PlanOptions } from '../compaction/plan';
 import { rowToMessage } from '../db/schema';
 import type { Database } from '../db/database';
-import { beginJob, commitCompaction, finishJob, lineageOf, sessionMessages, type CompactionJob } from '../db/session-store';
+import { abortJob, beginJob, commitCompaction, finishJob, lineageOf, sessionMessages, type CompactionJob } from '../db/session-store';
 import type { CompactionMode } from '../workflows/contract';
 import type { Summariser } from './summariser';
 
@@ -123,8 +123,8 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
 
   /** Records a compaction the workflow gave up on (summariser failed for good). */
   async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<void> {
-    await beginJob(deps.db, input, deps.summariser.model);
-    await finishJob(deps.db, input.jobId, 'aborted', { reason: input.reason });
+    const { reason, ...job } = input;
+    await abortJob(deps.db, job, deps.summariser.model, reason);
   }
 
   return { compactSession, recordAbortedCompaction };

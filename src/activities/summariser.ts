@@ -120,12 +120,14 @@ export function createOpenAiSummariser(config: LlmConfig, options: OpenAiSummari
           if (chunk.model) model = chunk.model;
           if (chunk.usage) usage = chunk.usage;
         }
+        // The openai client ends an aborted stream quietly instead of throwing: check why it ended.
+        if (signal.aborted) throw signal.reason ?? new Error('aborted');
         return { text, model, promptTokens: usage?.prompt_tokens, completionTokens: usage?.completion_tokens };
       } catch (error) {
         if (stall.signal.aborted && !context.signal.aborted) {
           throw ApplicationFailure.retryable(`the LLM stream was silent for ${options.stallTimeoutMs} ms`, 'SummariserStalled');
         }
-        if (error instanceof APIUserAbortError) throw error;
+        if (context.signal.aborted || error instanceof APIUserAbortError) throw error;
         throw classifySummariserError(error);
       } finally {
         clearTimeout(watchdog);

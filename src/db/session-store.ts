@@ -242,6 +242,29 @@ export async function beginJob(db: Database, job: CompactionJob, model: string):
   return row;
 }
 
+/** Records a job the workflow gave up on; a job that committed stays committed. */
+export async function abortJob(db: Database, job: CompactionJob, model: string, reason: string): Promise<void> {
+  await db
+    .insert(compactions)
+    .values({
+      id: job.jobId,
+      lineageId: job.lineageId,
+      parentSessionId: job.parentSessionId,
+      generation: job.generation + 1,
+      requestIds: job.requestIds,
+      trigger: job.trigger,
+      model,
+      outcome: 'aborted',
+      reason,
+      finishedAt: new Date(),
+    })
+    .onConflictDoUpdate({
+      target: compactions.id,
+      set: { outcome: 'aborted', reason, finishedAt: new Date() },
+      setWhere: sql`${compactions.outcome} <> 'compacted'`,
+    });
+}
+
 export async function finishJob(
   db: Executor,
   jobId: string,
