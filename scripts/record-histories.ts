@@ -1,0 +1,162 @@
+/**
+ * Re-records the replay fixtures in test/replay/histories: runs each significant path of
+ * the session workflow against a fresh local stack (embedded Postgres, the Temporal dev
+ * server, the worker, the local OpenAI-compatible test server) and saves each history with
+ * historyToJSON. Run it only when a change to workflow code is meant to change histories
+ * (see README, "Changing workflow code"); never to make a failing replay test pass.
+ */
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Context } from '@temporalio/activity';
+import { Client, Connection } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
+import { SessionsClient } from '../src/client';
+import { loadConfig, PROJECT_ROOT } from '../src/config';
+import { openDatabase } from '../src/db/database';
+import { startEmbeddedPostgres } from '../src/dev/postgres';
+import { findTemporalCli } from '../src/dev/temporal-cli';
+import { freePort, startDevServer } from '../src/dev/temporal-server';
+import { closeSignal, lineageWorkflowId } from '../src/workflows/contract';
+import { createSessionWorker } from '../src/worker';
+import { startFakeLlm } from '../test/support/fake-llm';
+import { conversation } from '../test/support/conversation';
+
+export const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test/replay/histories');
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const tmp = mkdtempSync(path.join(os.tmpdir(), 'record-histories-'));
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), database: 'record' });
+  const cliPath = findTemporalCli();
+  if (!cliPath) throw new Error('no Temporal CLI');
+  const server = await startDevServer({ cliPath, port: await freePort(), headless: true });
+  const llm = await startFakeLlm();
+  const config = loadConfig({
+    TEMPORAL_ADDRESS: server.address,
+    TEMPORAL_TASK_QUEUE: 'record-histories',
+    DATABASE_URL: pg.url,
+    OPENAI_API_KEY: 'test',
+    OPENAI_BASE_URL: llm.baseURL,
+    COMPACTION_MODEL: 'fake-model',
+    COMPACTION_LEASE_TTL_MS: '1000',
+    COMPACTION_STALL_TIMEOUT_MS: '30000',
+    COMPACTION_TAIL_TOKENS: '200',
+  });
+  const database = openDatabase(pg.url);
+  const nativeConnection = await NativeConnection.connect({ address: server.address });
+  let silenceFirstAttempt = false;
+  const sessionWorker = await createSessionWorker({
+    config,
+    connection: nativeConnection,
+    database,
+    log: () => undefined,
+    heartbeat: (details) => {
+      if (!silenceFirstAttempt || Context.current().info.attempt > 1) Context.current().heartbeat(details);
+    },
+  });
+  const running = sessionWorker.run();
+  const settings = { retryInitialIntervalMs: 200, retryMaximumIntervalMs: 500, maxAttempts: 3 };
+  const client = await SessionsClient.connect({ config, database, settings });
+  const canClient = await SessionsClient.connect({ config, database, settings: { ...settings, maxCompactionsPerRun: 1 } });
+  const connection = await Connection.connect({ address: server.address });
+  const temporal = new Client({ connection });
+  const recorded: string[] = [];
+
+  async function session(id: string, c = client, mode: 'rotate' | 'in_place' = 'rotate') {
+    await c.createSession({ sessionId: id, source: 'replay', mode });
+    await c.append(id, conversation(12));
+    return id;
+  }
+  async function save(name: string, id: string) {
+    const handle = temporal.workflow.getHandle(lineageWorkflowId(id));
+    await handle.signal(closeSignal);
+    await handle.result();
+    // Every run of the chain (continue-as-new starts new runs).
+    const runs: string[] = [];
+    for await (const execution of temporal.workflow.list({ query: `WorkflowId = '${lineageWorkflowId(id)}'` })) runs.push(execution.runId);
+    let index = 0;
+    for (const runId of runs.reverse()) {
+      const history = await temporal.workflow.getHandle(lineageWorkflowId(id), runId).fetchHistory();
+      const file = `${name}${runs.length > 1 ? `.run${++index}` : ''}.json`;
+      writeFileSync(path.join(HISTORIES_DIR, file), historyToJSON(history));
+      recorded.push(file);
+    }
+  }
+
+  rmSync(HISTORIES_DIR, { recursive: true, force: true });
+  mkdirSync(HISTORIES_DIR, { recursive: true });
+  try {
+    // Rotation: one compaction by Update.
+    await client.compact(await session('rotation'));
+    await save('rotation', 'rotation');
+
+    // In place: the session id stays; two generations.
+    await client.compact(await session('in-place', client, 'in_place'));
+    await client.append('in-place', conversation(12).slice(1));
+    await client.compact('in-place');
+    await save('in-place', 'in-place');
+
+    // Coalesced: concurrent Updates and signals for one head share one compaction.
+    llm.setDefault({ delayMs: 500 });
+    await session('coalesced');
+    await Promise.all([
+      ...Array.from({ length: 6 }, (_, i) => client.compact('coalesced', { requestId: `u${i}` })),
+      client.requestCompaction('coalesced', { requestId: 's1' }),
+      client.requestCompaction('coalesced', { requestId: 's2' }),
+    ]);
+    llm.setDefault({});
+    await save('coalesced', 'coalesced');
+
+    // Stale: a caller naming the rotated parent.
+    await client.compact(await session('stale'));
+    await client.compact('stale');
+    await save('stale', 'stale');
+
+    // Refused: the summary does not shrink the transcript.
+    llm.script({ text: 'too long '.repeat(5000) });
+    await client.compact(await session('refused'));
+    await save('refused', 'refused');
+
+    // Aborted: the LLM rejects the key; then the queue goes on.
+    llm.script({ status: 401 });
+    await client.compact(await session('aborted'));
+    await client.compact('aborted');
+    await save('aborted', 'aborted');
+
+    // Lost lease: attempt 1 stops heartbeating, attempt 2 commits, attempt 1's late result is discarded.
+    silenceFirstAttempt = true;
+    llm.script({ delayMs: 3000 }, {});
+    await client.compact(await session('lost-lease'));
+    await new Promise((r) => setTimeout(r, 3000));
+    silenceFirstAttempt = false;
+    await save('lost-lease', 'lost-lease');
+
+    // Continue-as-new after every compaction, with requests on both sides of the boundary.
+    await session('continue-as-new', canClient);
+    const first = await canClient.compact('continue-as-new', { requestId: 'before' });
+    await canClient.append(first.sessionId, conversation(12).slice(1));
+    await canClient.compact(first.sessionId, { requestId: 'after' });
+    await canClient.compact('continue-as-new', { requestId: 'before' }); // a retry, answered from carried state
+    await save('continue-as-new', 'continue-as-new');
+  } finally {
+    await client.close();
+    await canClient.close();
+    sessionWorker.shutdown();
+    await running;
+    await connection.close();
+    await nativeConnection.close();
+    await database.close();
+    await llm.close();
+    await server.stop();
+    await pg.stop();
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  console.log(`recorded ${recorded.length} histories in ${path.relative(PROJECT_ROOT, HISTORIES_DIR)}:\n  ${recorded.join('\n  ')}`);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
