@@ -1,0 +1,9 @@
+FROM node:20-bookworm-slim
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+COPY tsconfig.json ./
+COPY bin ./bin
+COPY src ./src
+USER node
+CMD ["node", "node_modules/tsx/dist/cli.mjs", "src/worker.ts"]
