@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Runtime, DefaultLogger } from '@temporalio/worker';
+import { NativeConnection } from '@temporalio/worker';
 import { Pool } from 'pg';
 import { inject } from 'vitest';
 import { SessionsClient } from '../../src/client';
@@ -18,13 +18,6 @@ import { createSessionWorker, type SessionWorker, type SessionWorkerOptions } fr
 import { type FakeLlm, startFakeLlm } from './fake-llm';
 
 export { conversation } from './conversation';
-
-let runtimeInstalled = false;
-function quietRuntime(): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-}
 
 async function cloneTemplateDatabase(templateUrl: string): Promise<string> {
   const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
@@ -65,7 +58,6 @@ export interface TestStack {
 }
 
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
-  quietRuntime();
   const stack = inject('stack');
   const llm = await startFakeLlm();
   const databaseUrl = await cloneTemplateDatabase(stack.databaseUrl);
