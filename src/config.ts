@@ -3,6 +3,7 @@
  * every variable; keep the two in step.
  */
 import path from 'node:path';
+import { DEFAULT_MESSAGE_LIMITS, type MessageLimits } from './compaction/message-schema';
 
 export const PROJECT_ROOT = path.resolve(__dirname, '..');
 /** Repo-local, git-ignored state of the dev stack (Postgres data, Temporal's SQLite file). */
@@ -51,6 +52,7 @@ export interface CompactionConfig {
 export interface Config {
   temporal: TemporalConfig;
   databaseUrl: string;
+  messageLimits: MessageLimits;
   llm: LlmConfig;
   compaction: CompactionConfig;
 }
@@ -64,6 +66,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       taskQueue: env.TEMPORAL_TASK_QUEUE || 'session-compaction',
     },
     databaseUrl: env.DATABASE_URL || DEV_DATABASE_URL,
+    messageLimits: {
+      maxMessageChars: intFrom(env, 'MAX_MESSAGE_CHARS', DEFAULT_MESSAGE_LIMITS.maxMessageChars),
+      maxBatchMessages: intFrom(env, 'MAX_APPEND_MESSAGES', DEFAULT_MESSAGE_LIMITS.maxBatchMessages),
+      maxBatchChars: intFrom(env, 'MAX_APPEND_CHARS', DEFAULT_MESSAGE_LIMITS.maxBatchChars),
+    },
     llm: {
       apiKey: env.OPENAI_API_KEY || undefined,
       baseURL: env.OPENAI_BASE_URL || undefined,

@@ -10,7 +10,7 @@ import { SessionsClient } from './sessions-client';
 const USAGE = `usage: sessions <command> [options]
 
 commands:
-  create <sessionId> [--source S] [--mode rotate|in_place]
+  create <sessionId> [--source S] [--mode rotate|in_place] [--compact-at TOKENS]
   append <sessionId> [--file messages.json]     JSON array of chat messages (stdin without --file)
   compact <sessionId> [--focus TOPIC] [--force] [--request-id ID] [--background]
   transcript <sessionId> [--all]                 the lineage head's messages (--all: archived rows too)
@@ -24,6 +24,7 @@ const OPTIONS = {
   json: { type: 'boolean' },
   source: { type: 'string' },
   mode: { type: 'string' },
+  'compact-at': { type: 'string' },
   file: { type: 'string' },
   focus: { type: 'string' },
   force: { type: 'boolean' },
@@ -56,7 +57,13 @@ async function run(client: SessionsClient, command: string, positionals: string[
   };
   switch (command) {
     case 'create': {
-      const created = await client.createSession({ sessionId: sessionId(), source: values.source as string | undefined, mode: values.mode as 'rotate' | 'in_place' | undefined });
+      const compactAt = values['compact-at'] === undefined ? undefined : Number(values['compact-at']);
+      const created = await client.createSession({
+        sessionId: sessionId(),
+        source: values.source as string | undefined,
+        mode: values.mode as 'rotate' | 'in_place' | undefined,
+        compactAtTokens: compactAt,
+      });
       return print(created, () => `created session ${created.sessionId} (${created.mode})`);
     }
     case 'append': {

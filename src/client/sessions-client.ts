@@ -14,7 +14,7 @@ import {
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { type MessageLimits, DEFAULT_MESSAGE_LIMITS, parseMessages } from '../compaction/message-schema';
+import { type MessageLimits, parseMessages } from '../compaction/message-schema';
 import { type Config, loadConfig } from '../config';
 import { type DatabaseHandle, openDatabase } from '../db/database';
 import * as store from '../db/session-store';
@@ -59,6 +59,16 @@ export interface CreateSessionOptions {
   sessionId: string;
   source?: string;
   mode?: CompactionMode;
+  /**
+   * Request a compaction automatically when an append takes the head's estimated tokens from
+   * below this number to at least it (once per crossing).
+   */
+  compactAtTokens?: number;
+}
+
+export interface AppendOutcome extends store.AppendResult {
+  /** The request id of the compaction this append triggered by crossing the threshold. */
+  compactionRequestId?: string;
 }
 
 export interface CompactOptions {
@@ -140,28 +150,50 @@ export class SessionsClient {
       database,
       { connection: options.connection ? undefined : connection, database: options.database ? undefined : database },
       settings,
-      options.messageLimits ?? DEFAULT_MESSAGE_LIMITS,
+      options.messageLimits ?? config.messageLimits,
     );
   }
 
   /** Creates a session (the root of a new lineage) and starts its workflow. Idempotent. */
-  async createSession(options: CreateSessionOptions): Promise<{ sessionId: string; lineageId: string; mode: CompactionMode; source?: string }> {
+  async createSession(
+    options: CreateSessionOptions,
+  ): Promise<{ sessionId: string; lineageId: string; mode: CompactionMode; source?: string; compactAtTokens?: number }> {
     const sessionId = checkNewSessionId(options.sessionId);
     const mode = options.mode ?? 'rotate';
     if (!COMPACTION_MODES.includes(mode)) throw new InvalidInputError('mode', `must be one of ${COMPACTION_MODES.join(', ')}`);
     if (options.source !== undefined && (typeof options.source !== 'string' || options.source.length === 0 || options.source.length > 100)) {
       throw new InvalidInputError('source', 'must be a string of 1 to 100 characters');
     }
-    const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode });
+    const { compactAtTokens } = options;
+    if (compactAtTokens !== undefined && (!Number.isInteger(compactAtTokens) || compactAtTokens < 1)) {
+      throw new InvalidInputError('compactAtTokens', 'must be a positive whole number');
+    }
+    const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode, compactAtTokens });
     await this.temporal.workflow.start('sessionLineageWorkflow', { ...this.startOptions(lineage), workflowIdConflictPolicy: 'USE_EXISTING' });
-    return { sessionId, lineageId: lineage.lineageId, mode, ...(options.source ? { source: options.source } : {}) };
+    return {
+      sessionId,
+      lineageId: lineage.lineageId,
+      mode,
+      ...(options.source ? { source: options.source } : {}),
+      ...(compactAtTokens ? { compactAtTokens } : {}),
+    };
   }
 
-  /** Appends to the head of the session's lineage; answers with the head it landed in. */
-  async append(sessionId: string, messages: unknown): Promise<store.AppendResult> {
+  /**
+   * Appends to the head of the session's lineage (a batch is all or nothing); answers with
+   * the head it landed in. An append that crosses the lineage's threshold requests a
+   * compaction by signal; its request id is derived from the append, so a resend dedupes.
+   */
+  async append(sessionId: string, messages: unknown): Promise<AppendOutcome> {
     checkSessionId(sessionId);
     const batch = parseMessages(messages, this.messageLimits);
-    return store.appendMessages(this.database.db, sessionId, batch);
+    const appended = await store.appendMessages(this.database.db, sessionId, batch);
+    if (!appended.crossedThreshold) return appended;
+    const compactionRequestId = await this.requestCompaction(appended.sessionId, {
+      requestId: `threshold:${appended.sessionId}:${appended.lastLineageSeq}`,
+      trigger: 'threshold',
+    });
+    return { ...appended, compactionRequestId };
   }
 
   /**
@@ -203,7 +235,7 @@ export class SessionsClient {
   }
 
   /** Fire-and-forget compaction request; the answer can be read later with `result`. */
-  async requestCompaction(sessionId: string, options: Omit<CompactOptions, 'background'> & { background?: boolean } = {}): Promise<string> {
+  async requestCompaction(sessionId: string, options: CompactOptions & { trigger?: 'signal' | 'threshold' } = {}): Promise<string> {
     const requestId = options.requestId ?? randomUUID();
     const request = checkCompactRequest({ sessionId, ...options, requestId });
     const lineage = await store.lineageOf(this.database.db, request.sessionId);

@@ -20,6 +20,12 @@ export const lineages = pgTable(
     generation: integer('generation').notNull().default(0),
     mode: text('mode', { enum: ['rotate', 'in_place'] }).notNull(),
     source: text('source'),
+    /** Messages ever appended to the lineage: the last per-lineage append sequence number. */
+    appendedCount: integer('appended_count').notNull().default(0),
+    /** Estimated tokens of the head's live messages, kept up to date by appends and commits. */
+    headTokens: integer('head_tokens').notNull().default(0),
+    /** An append that takes headTokens from below to at least this requests a compaction. */
+    compactAtTokens: integer('compact_at_tokens'),
     closedAt: timestamp('closed_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
@@ -63,12 +69,20 @@ export const messages = pgTable(
     toolCallId: text('tool_call_id'),
     name: text('name'),
     tokenEstimate: integer('token_estimate').notNull(),
-    /** For a row carried into a new head by a compaction: the row it copies. */
+    /**
+     * The append's place in its lineage (1, 2, 3, ... across all sessions of the lineage), on
+     * appended rows and on the copies a compaction carries forward; null on rows a compaction
+     * wrote itself (the summary, the kept head and tail). The audit finds lost and duplicated
+     * messages by it.
+     */
+    lineageSeq: integer('lineage_seq'),
+    /** For a row carried into a new head by a compaction: the appended row it copies. */
     originMessageId: bigint('origin_message_id', { mode: 'number' }),
-    /** The compaction that wrote this row (summary, kept head/tail), or null for an append. */
+    /** The compaction that wrote this row (summary, kept head/tail, carried copy), or null for an append. */
     writtenByCompaction: text('written_by_compaction'),
     /** Set when an in-place compaction replaced the row; archived rows stay for audit. */
     archivedAt: timestamp('archived_at', { withTimezone: true }),
+    archivedByCompaction: text('archived_by_compaction'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex('messages_session_seq').on(t.sessionId, t.seq)],

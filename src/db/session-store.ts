@@ -20,6 +20,7 @@ export interface LineageInfo {
   generation: number;
   mode: CompactionMode;
   source: string | null;
+  compactAtTokens: number | null;
   closed: boolean;
 }
 
@@ -27,7 +28,12 @@ export interface SessionMessage extends ChatMessage {
   seq: number;
 }
 
-function messageRow(sessionId: string, seq: number, m: ChatMessage, extra: { originMessageId?: number | null; writtenByCompaction?: string } = {}) {
+function messageRow(
+  sessionId: string,
+  seq: number,
+  m: ChatMessage,
+  extra: { lineageSeq?: number | null; originMessageId?: number | null; writtenByCompaction?: string } = {},
+) {
   return {
     sessionId,
     seq,
@@ -37,22 +43,34 @@ function messageRow(sessionId: string, seq: number, m: ChatMessage, extra: { ori
     toolCallId: m.tool_call_id ?? null,
     name: m.name ?? null,
     tokenEstimate: estimateTokens(m),
+    lineageSeq: extra.lineageSeq ?? null,
     originMessageId: extra.originMessageId ?? null,
     writtenByCompaction: extra.writtenByCompaction ?? null,
   };
 }
 
 /** Creates a lineage with its root session. Idempotent for the same parameters. */
-export async function createSession(db: Database, input: { sessionId: string; source?: string; mode: CompactionMode }): Promise<LineageInfo> {
+export async function createSession(
+  db: Database,
+  input: { sessionId: string; source?: string; mode: CompactionMode; compactAtTokens?: number },
+): Promise<LineageInfo> {
   return db.transaction(async (tx) => {
     const inserted = await tx
       .insert(lineages)
-      .values({ id: input.sessionId, headSessionId: input.sessionId, mode: input.mode, source: input.source ?? null })
+      .values({ id: input.sessionId, headSessionId: input.sessionId, mode: input.mode, source: input.source ?? null, compactAtTokens: input.compactAtTokens ?? null })
       .onConflictDoNothing()
       .returning({ id: lineages.id });
     if (inserted.length === 1) {
       await tx.insert(sessions).values({ id: input.sessionId, lineageId: input.sessionId, source: input.source ?? null });
-      return { lineageId: input.sessionId, headSessionId: input.sessionId, generation: 0, mode: input.mode, source: input.source ?? null, closed: false };
+      return {
+        lineageId: input.sessionId,
+        headSessionId: input.sessionId,
+        generation: 0,
+        mode: input.mode,
+        source: input.source ?? null,
+        compactAtTokens: input.compactAtTokens ?? null,
+        closed: false,
+      };
     }
     const [session] = await tx.select().from(sessions).where(eq(sessions.id, input.sessionId));
     if (!session || session.lineageId !== input.sessionId) {
@@ -61,6 +79,9 @@ export async function createSession(db: Database, input: { sessionId: string; so
     const lineage = await lineageOf(tx, input.sessionId);
     if (lineage.mode !== input.mode) throw new SessionConflictError(input.sessionId, `with mode ${lineage.mode}`);
     if ((lineage.source ?? undefined) !== input.source) throw new SessionConflictError(input.sessionId, `with source ${JSON.stringify(lineage.source)}`);
+    if ((lineage.compactAtTokens ?? undefined) !== input.compactAtTokens) {
+      throw new SessionConflictError(input.sessionId, `with compactAtTokens ${JSON.stringify(lineage.compactAtTokens)}`);
+    }
     return lineage;
   });
 }
@@ -77,6 +98,7 @@ export async function lineageOf(db: Executor, sessionId: string, options: { forU
     generation: row.generation,
     mode: row.mode,
     source: row.source,
+    compactAtTokens: row.compactAtTokens,
     closed: row.closedAt !== null,
   };
 }
@@ -87,6 +109,12 @@ export interface AppendResult {
   firstSeq: number;
   lastSeq: number;
   count: number;
+  /** Estimated tokens of the head after the append. */
+  headTokens: number;
+  /** True when this append took the head across the lineage's compaction threshold. */
+  crossedThreshold: boolean;
+  /** The lineage sequence number of the last message appended. */
+  lastLineageSeq: number;
 }
 
 /**
@@ -99,13 +127,30 @@ export async function appendMessages(db: Database, sessionId: string, batch: rea
   return db.transaction(async (tx) => {
     const lineage = await lineageOf(tx, sessionId, { forUpdate: true });
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
+    const [counters] = await tx
+      .select({ appendedCount: lineages.appendedCount, headTokens: lineages.headTokens })
+      .from(lineages)
+      .where(eq(lineages.id, lineage.lineageId));
     const head = lineage.headSessionId;
     const [{ maxSeq }] = await tx
       .select({ maxSeq: sql<number>`coalesce(max(${messages.seq}), 0)::int` })
       .from(messages)
       .where(eq(messages.sessionId, head));
-    await tx.insert(messages).values(batch.map((m, i) => messageRow(head, maxSeq + 1 + i, m)));
-    return { sessionId: head, firstSeq: maxSeq + 1, lastSeq: maxSeq + batch.length, count: batch.length };
+    const rows = batch.map((m, i) => messageRow(head, maxSeq + 1 + i, m, { lineageSeq: counters.appendedCount + 1 + i }));
+    await tx.insert(messages).values(rows);
+    const headTokens = counters.headTokens + rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
+    const lastLineageSeq = counters.appendedCount + batch.length;
+    await tx.update(lineages).set({ appendedCount: lastLineageSeq, headTokens }).where(eq(lineages.id, lineage.lineageId));
+    const threshold = lineage.compactAtTokens;
+    return {
+      sessionId: head,
+      firstSeq: maxSeq + 1,
+      lastSeq: maxSeq + batch.length,
+      count: batch.length,
+      headTokens,
+      crossedThreshold: threshold !== null && counters.headTokens < threshold && headTokens >= threshold,
+      lastLineageSeq,
+    };
   });
 }
 
@@ -184,18 +229,43 @@ export interface AuditReport {
   orphans: number;
   /** Messages inserted into a session after it ended. */
   writesAfterEnd: number;
-  details: { forkedParents: string[]; orphanSessions: string[] };
+  /**
+   * Appended messages that are neither live in their lineage's head nor inside the range a
+   * committed compaction summarised (at or below its watermark).
+   */
+  lostMessages: number;
+  /** Appended messages present more than once among a session's live rows. */
+  duplicatedMessages: number;
+  /** Numbers missing from a lineage's append sequence (rows that vanished). */
+  sequenceGaps: number;
+  details: { forkedParents: string[]; orphanSessions: string[]; lostMessageIds: number[] };
 }
+
+const LOST_MESSAGES = sql`
+  with latest as (
+    select distinct on (s.lineage_id, m.lineage_seq) m.id, m.session_id, m.seq, m.archived_at, m.archived_by_compaction, s.lineage_id
+    from messages m join sessions s on s.id = m.session_id
+    where m.lineage_seq is not null
+    order by s.lineage_id, m.lineage_seq, m.id desc
+  )
+  select l.id from latest l join lineages g on g.id = l.lineage_id
+  where not (l.session_id = g.head_session_id and l.archived_at is null)
+    and not exists (
+      select 1 from compactions c
+      where c.outcome = 'compacted' and c.parent_session_id = l.session_id and l.seq <= c.watermark_seq
+        and (c.child_session_id <> c.parent_session_id or l.archived_by_compaction = c.id)
+    )
+  order by l.id`;
 
 /** Integrity over the whole database. Every count but the totals must be 0. */
 export async function audit(db: Database): Promise<AuditReport> {
   const count = async (query: ReturnType<typeof sql>) => Number(((await db.execute(query)).rows[0] as { n: string | number }).n);
-  const forkedParents = (
-    await db.execute(sql`select parent_session_id as id from sessions where parent_session_id is not null group by 1 having count(*) > 1`)
-  ).rows.map((r) => String((r as { id: string }).id));
+  const ids = async (query: ReturnType<typeof sql>) => (await db.execute(query)).rows.map((r) => (r as { id: string | number }).id);
+  const forkedParents = (await ids(sql`select parent_session_id as id from sessions where parent_session_id is not null group by 1 having count(*) > 1`)).map(String);
   const orphanSessions = (
-    await db.execute(sql`select s.id from sessions s join lineages l on l.id = s.lineage_id where s.ended_at is null and s.id <> l.head_session_id`)
-  ).rows.map((r) => String((r as { id: string }).id));
+    await ids(sql`select s.id from sessions s join lineages l on l.id = s.lineage_id where s.ended_at is null and s.id <> l.head_session_id`)
+  ).map(String);
+  const lostMessageIds = (await ids(LOST_MESSAGES)).map(Number);
   return {
     sessions: await count(sql`select count(*) as n from sessions`),
     lineages: await count(sql`select count(*) as n from lineages`),
@@ -203,7 +273,18 @@ export async function audit(db: Database): Promise<AuditReport> {
     forks: forkedParents.length,
     orphans: orphanSessions.length,
     writesAfterEnd: await count(sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.ended_at is not null and m.created_at > s.ended_at`),
-    details: { forkedParents, orphanSessions },
+    lostMessages: lostMessageIds.length,
+    duplicatedMessages: await count(sql`
+      select coalesce(sum(n - 1), 0) as n from (
+        select count(*) as n from messages where lineage_seq is not null and archived_at is null group by session_id, lineage_seq having count(*) > 1
+      ) d`),
+    sequenceGaps: await count(sql`
+      select coalesce(sum(g.appended_count - coalesce(present.n, 0)), 0) as n from lineages g
+      left join (
+        select s.lineage_id, count(distinct m.lineage_seq) as n from messages m join sessions s on s.id = m.session_id
+        where m.lineage_seq is not null group by s.lineage_id
+      ) present on present.lineage_id = g.id`),
+    details: { forkedParents, orphanSessions, lostMessageIds },
   };
 }
 
@@ -348,13 +429,19 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       firstSeq = maxSeq + 1;
       await tx
         .update(messages)
-        .set({ archivedAt: new Date() })
+        .set({ archivedAt: new Date(), archivedByCompaction: job.jobId })
         .where(and(eq(messages.sessionId, head), isNull(messages.archivedAt)));
       await tx.update(sessions).set({ generation }).where(eq(sessions.id, head));
     }
     const rows = [
       ...input.compacted.map((m, i) => messageRow(head, firstSeq + i, m, { writtenByCompaction: job.jobId })),
-      ...carried.map((r, i) => messageRow(head, firstSeq + input.compacted.length + i, rowToMessage(r), { originMessageId: r.originMessageId ?? r.id })),
+      ...carried.map((r, i) =>
+        messageRow(head, firstSeq + input.compacted.length + i, rowToMessage(r), {
+          lineageSeq: r.lineageSeq,
+          originMessageId: r.originMessageId ?? r.id,
+          writtenByCompaction: job.jobId,
+        }),
+      ),
     ];
     if (rows.length > 0) await tx.insert(messages).values(rows);
     if (input.mode === 'rotate') {
@@ -365,7 +452,8 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
         .returning({ id: sessions.id });
       if (ended.length !== 1) throw new Error(`parent ${job.parentSessionId} was not live at commit; rolling back`);
     }
-    await tx.update(lineages).set({ headSessionId: head, generation }).where(eq(lineages.id, job.lineageId));
+    const headTokens = rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
+    await tx.update(lineages).set({ headSessionId: head, generation, headTokens }).where(eq(lineages.id, job.lineageId));
     const values = {
       outcome: 'compacted' as const,
       childSessionId: head,
