@@ -10,7 +10,7 @@ import { ensureSearchAttributes } from '../src/client/search-attributes-setup';
 import { DEV_POSTGRES_PORT, DEV_STATE_DIR, loadConfig } from '../src/config';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/dev/postgres';
 import { findTemporalCli } from '../src/dev/temporal-cli';
-import { isPortOpen, startDevServer, type DevServer } from '../src/dev/temporal-server';
+import { isPortOpen, startLocalTemporal } from '../src/dev/temporal-server';
 import { createSessionWorker } from '../src/worker';
 
 const say = (line: string) => console.log(`[dev] ${line}`);
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
     }
 
     const [host, portText] = config.temporal.address.split(':');
-    let server: DevServer | undefined;
+    let server: Awaited<ReturnType<typeof startLocalTemporal>> | undefined;
     let uiUrl = 'http://127.0.0.1:8233';
     if (process.env.TEMPORAL_ADDRESS || (await isPortOpen(host, Number(portText)))) {
       say(`using the Temporal server at ${config.temporal.address}`);
@@ -49,10 +49,10 @@ async function main(): Promise<void> {
       await connection.close();
     } else {
       const cliPath = findTemporalCli({ log: say });
-      if (!cliPath) throw new Error('the Temporal CLI is not installed and could not be installed (see README: Temporal CLI)');
-      say(`starting the Temporal dev server (${cliPath}) on ${config.temporal.address}, state in .dev/temporal.sqlite`);
-      server = await startDevServer({
+      say(`starting the Temporal dev server (${cliPath ?? 'SDK download'}) on ${config.temporal.address}, state in .dev/temporal.sqlite`);
+      server = await startLocalTemporal({
         cliPath,
+        log: say,
         ip: host,
         port: Number(portText),
         uiPort: 8233,

@@ -17,7 +17,7 @@ import { loadConfig, PROJECT_ROOT } from '../src/config';
 import { openDatabase } from '../src/db/database';
 import { startEmbeddedPostgres } from '../src/dev/postgres';
 import { findTemporalCli } from '../src/dev/temporal-cli';
-import { freePort, startDevServer } from '../src/dev/temporal-server';
+import { freePort, startLocalTemporal } from '../src/dev/temporal-server';
 import { closeSignal, lineageWorkflowId } from '../src/workflows/contract';
 import { createSessionWorker } from '../src/worker';
 import { startFakeLlm } from '../test/support/fake-llm';
@@ -29,9 +29,7 @@ async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const tmp = mkdtempSync(path.join(os.tmpdir(), 'record-histories-'));
   const pg = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), database: 'record' });
-  const cliPath = findTemporalCli();
-  if (!cliPath) throw new Error('no Temporal CLI');
-  const server = await startDevServer({ cliPath, port: await freePort(), headless: true });
+  const server = await startLocalTemporal({ cliPath: findTemporalCli(), port: await freePort(), headless: true, log: console.warn });
   const llm = await startFakeLlm();
   const config = loadConfig({
     TEMPORAL_ADDRESS: server.address,

@@ -9,6 +9,7 @@ import { BackgroundCompactionRejectedError, InvalidInputError, SessionNotFoundEr
 import { auditRows } from '../src/db/session-store';
 import { compactUpdate, lineageWorkflowId, stateQuery } from '../src/workflows/contract';
 import { isRealUserMessage, SUMMARY_MESSAGE_NAME } from '../src/compaction/messages';
+import { CompactionCount, SessionHead, SessionLineage, SessionSource } from '../src/workflows/search-attributes';
 import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
 
 let stack: TestStack;
@@ -93,6 +94,39 @@ describe('one workflow per lineage', () => {
     const again = await stack.client.compact(root, { requestId });
     expect(again).toMatchObject({ outcome: 'compacted', sessionId: first.sessionId, requestId });
     expect(stack.llm.requests).toHaveLength(1);
+  });
+});
+
+describe('the Web UI view of a lineage', () => {
+  it('is findable by search attributes and shows a summary, live details and described handlers', async () => {
+    const root = await sessionWith(12);
+    const { sessionId: child } = await stack.client.compact(root);
+    const handle = stack.temporal.workflow.getHandle(lineageWorkflowId(root));
+    const description = await handle.describe();
+    expect(await description.staticSummary()).toBe(`Session lineage ${root} (discord), rotate`);
+    expect(description.typedSearchAttributes.get(SessionLineage)).toBe(root);
+    expect(description.typedSearchAttributes.get(SessionHead)).toBe(child);
+    expect(description.typedSearchAttributes.get(CompactionCount)).toBe(1);
+    expect(description.typedSearchAttributes.get(SessionSource)).toBe('discord');
+
+    // The UI's query box: visibility is eventually consistent, so poll briefly.
+    let found: string[] = [];
+    for (let i = 0; i < 50 && found.length === 0; i++) {
+      found = [];
+      for await (const wf of stack.temporal.workflow.list({ query: `SessionHead = "${child}" AND SessionSource = "discord"` })) found.push(wf.workflowId);
+      if (found.length === 0) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(found).toEqual([lineageWorkflowId(root)]);
+
+    const metadata = (await handle.query('__temporal_workflow_metadata')) as {
+      currentDetails: string;
+      definition: { queryDefinitions: Array<{ name: string; description?: string }>; updateDefinitions: Array<{ name: string; description?: string }> };
+    };
+    expect(metadata.currentDetails).toContain(`**Head:** ${child} (generation 1, rotate)`);
+    expect(metadata.currentDetails).toContain('**Queue:** 0 waiting');
+    expect(metadata.currentDetails).toContain('**Last outcome:** compacted');
+    expect(metadata.definition.queryDefinitions.find((q) => q.name === 'state')?.description).toMatch(/Head, generation, queue/);
+    expect(metadata.definition.updateDefinitions.find((u) => u.name === 'compact')?.description).toBeTruthy();
   });
 });
 

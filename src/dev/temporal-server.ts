@@ -91,3 +91,32 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     },
   };
 }
+
+/**
+ * Starts a local Temporal dev server: the installed official CLI when there is one (see
+ * findTemporalCli), otherwise, as a last resort on a machine with internet, the SDK's own
+ * download of the same CLI.
+ */
+export async function startLocalTemporal(options: Omit<DevServerOptions, 'cliPath'> & { cliPath?: string; log?: (line: string) => void }): Promise<Omit<DevServer, 'process'>> {
+  if (options.cliPath) return startDevServer({ ...options, cliPath: options.cliPath });
+  options.log?.('no Temporal CLI found or installable here; trying the SDK download (needs internet)');
+  const { TestWorkflowEnvironment } = await import('@temporalio/testing');
+  const { CompactionCount, SessionHead, SessionLineage, SessionSource } = await import('../workflows/search-attributes');
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      ip: options.ip ?? '127.0.0.1',
+      port: options.port,
+      ui: !options.headless,
+      uiPort: options.headless ? undefined : options.uiPort,
+      dbFilename: options.dbFilename,
+      namespace: options.namespace,
+      searchAttributes: [SessionLineage, SessionHead, SessionSource, CompactionCount],
+    },
+  });
+  const ip = options.ip ?? '127.0.0.1';
+  return {
+    address: `${ip}:${options.port}`,
+    uiUrl: options.headless ? undefined : `http://${ip}:${options.uiPort ?? options.port + 1000}`,
+    stop: () => env.teardown(),
+  };
+}

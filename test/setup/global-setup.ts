@@ -10,7 +10,7 @@ import type { TestProject } from 'vitest/node';
 import { runMigrations, openDatabase } from '../../src/db/database';
 import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import { findTemporalCli } from '../../src/dev/temporal-cli';
-import { freePort, startDevServer } from '../../src/dev/temporal-server';
+import { freePort, startLocalTemporal } from '../../src/dev/temporal-server';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -36,9 +36,7 @@ export default async function setup(project: TestProject) {
   await runMigrations(template);
   await template.close();
 
-  const cliPath = findTemporalCli();
-  if (!cliPath) throw new Error('the Temporal CLI is not available and could not be installed');
-  const server = await startDevServer({ cliPath, port: await freePort(), headless: true });
+  const server = await startLocalTemporal({ cliPath: findTemporalCli(), port: await freePort(), headless: true, log: console.warn });
   stops.push(() => server.stop());
 
   const { code } = await bundleWorkflowCode({ workflowsPath: path.resolve(__dirname, '../../src/workflows/index.ts'), logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never });
