@@ -49,8 +49,17 @@ export interface CompactionConfig {
   minTailGroups: number;
 }
 
+/** Worker capacity. Idle lineages cost only a slot in the workflow cache. */
+export interface WorkerTuning {
+  maxCachedWorkflows: number;
+  maxConcurrentWorkflowTaskExecutions: number;
+  maxConcurrentActivityTaskExecutions: number;
+  maxConcurrentLocalActivityExecutions: number;
+}
+
 export interface Config {
   temporal: TemporalConfig;
+  worker: WorkerTuning;
   databaseUrl: string;
   messageLimits: MessageLimits;
   llm: LlmConfig;
@@ -64,6 +73,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       address: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
       namespace: env.TEMPORAL_NAMESPACE || 'default',
       taskQueue: env.TEMPORAL_TASK_QUEUE || 'session-compaction',
+    },
+    worker: {
+      maxCachedWorkflows: intFrom(env, 'WORKER_MAX_CACHED_WORKFLOWS', 10_000),
+      maxConcurrentWorkflowTaskExecutions: intFrom(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 40),
+      maxConcurrentActivityTaskExecutions: intFrom(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 100),
+      maxConcurrentLocalActivityExecutions: intFrom(env, 'WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES', 100),
     },
     databaseUrl: env.DATABASE_URL || DEV_DATABASE_URL,
     messageLimits: {

@@ -54,6 +54,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     activities,
+    ...config.worker,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('./workflows') }),
     ...options.workerOptions,
   });

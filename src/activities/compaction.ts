@@ -11,7 +11,7 @@ import { buildCandidate, judgeCandidate } from '../compaction/candidate';
 import { planCompaction, type PlanOptions } from '../compaction/plan';
 import { rowToMessage } from '../db/schema';
 import type { Database } from '../db/database';
-import { abortJob, beginJob, commitCompaction, finishJob, lineageOf, sessionMessages, type CompactionJob } from '../db/session-store';
+import { abortJob, beginJob, closeLineage, commitCompaction, finishJob, lineageOf, sessionMessages, type CompactionJob } from '../db/session-store';
 import type { CompactionMode } from '../workflows/contract';
 import type { Summariser } from './summariser';
 
@@ -127,7 +127,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     await abortJob(deps.db, job, deps.summariser.model, reason);
   }
 
-  return { compactSession, recordAbortedCompaction };
+  /** Marks the lineage closed in Postgres once the workflow has drained its queue. */
+  async function markLineageClosed(lineageId: string): Promise<void> {
+    await closeLineage(deps.db, lineageId);
+  }
+
+  return { compactSession, recordAbortedCompaction, markLineageClosed };
 }
 
 export type CompactionActivities = ReturnType<typeof createCompactionActivities>;

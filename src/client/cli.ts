@@ -16,6 +16,7 @@ commands:
   transcript <sessionId> [--all]                 the lineage head's messages (--all: archived rows too)
   lineage <sessionId>                            root to head
   state <sessionId>                              the workflow's state query
+  close <sessionId>                              finish the queue, close the lineage
   audit                                          forks, orphans and writes after end, whole database
 
 every command takes --json`;
@@ -104,6 +105,10 @@ async function run(client: SessionsClient, command: string, positionals: string[
       const state = await client.state(sessionId());
       return print(state, () => JSON.stringify(state, null, 2));
     }
+    case 'close': {
+      await client.closeSession(sessionId());
+      return print({ closed: sessionId() }, () => `closed the lineage of ${sessionId()}`);
+    }
     case 'audit': {
       const report = await client.audit();
       const { details: _details, ...counts } = report;
@@ -132,7 +137,7 @@ export async function main(argv: string[], out: (text: string) => void = (t) => 
   const print: Printer = (value, human) => out(json ? JSON.stringify(value, null, 2) : human());
   let client: SessionsClient | undefined;
   try {
-    if (command !== 'create' && !['append', 'compact', 'transcript', 'lineage', 'state', 'audit'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    if (command !== 'create' && !['append', 'compact', 'transcript', 'lineage', 'state', 'close', 'audit'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     client = await SessionsClient.connect();
     await run(client, command, rest, values, print);
     return 0;

@@ -29,6 +29,7 @@ import {
   checkCompactRequest,
   checkNewSessionId,
   checkSessionId,
+  closeSignal,
   COMPACTION_MODES,
   compactSignal,
   compactUpdate,
@@ -245,6 +246,18 @@ export class SessionsClient {
       signalArgs: [request],
     });
     return requestId;
+  }
+
+  /**
+   * Closes the session's lineage: the workflow finishes its queue, marks the lineage closed
+   * in Postgres and completes. Afterwards appends and compactions are refused.
+   */
+  async closeSession(sessionId: string): Promise<void> {
+    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
+    if (lineage.closed) return;
+    const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
+    await this.temporal.workflow.signalWithStart('sessionLineageWorkflow', { ...this.startOptions(lineage), signal: closeSignal, signalArgs: [] });
+    await handle.result();
   }
 
   async result(sessionId: string, requestId: string): Promise<CompactResult | null> {

@@ -219,6 +219,11 @@ export async function lineageSessions(db: Database, sessionId: string): Promise<
   };
 }
 
+/** Marks a lineage closed: it takes no more appends or compactions. Idempotent. */
+export async function closeLineage(db: Database, lineageId: string): Promise<void> {
+  await db.update(lineages).set({ closedAt: new Date() }).where(and(eq(lineages.id, lineageId), isNull(lineages.closedAt)));
+}
+
 export interface AuditReport {
   sessions: number;
   lineages: number;

@@ -16,6 +16,7 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   rootCause,
@@ -54,6 +55,9 @@ interface Job {
   requests: QueuedRequest[];
 }
 
+/** Patch ids: each guards a change to workflow commands (see README, Changing workflow code). */
+export const PATCH_CLOSE_MARKS_LINEAGE = 'close-marks-lineage-closed';
+
 /** Results remembered for deduplication across continue-as-new. */
 const REMEMBERED_RESULTS = 1000;
 
@@ -72,7 +76,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
   let lastReason: string | undefined;
   let closeRequested = false;
 
-  const { recordAbortedCompaction } = proxyLocalActivities<CompactionActivities>({ startToCloseTimeout: '30s' });
+  const { recordAbortedCompaction, markLineageClosed } = proxyLocalActivities<CompactionActivities>({ startToCloseTimeout: '30s' });
 
   const childPrefix = `${lineageId}--g`;
   const isLineageMember = (sessionId: string) =>
@@ -137,7 +141,9 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
     { description: 'Request a compaction without waiting; the result can be read with the requestResult query.' },
   );
 
-  setHandler(closeSignal, () => void (closeRequested = true), { description: 'Drain the queue, then complete the workflow.' });
+  setHandler(closeSignal, () => void (closeRequested = true), {
+    description: 'Close the lineage: finish the queue, mark the lineage closed in Postgres, complete.',
+  });
 
   setHandler(stateQuery, () => currentState(), { description: 'Head, generation, queue and the running compaction of this lineage.' });
   setHandler(requestResultQuery, (requestId) => results.get(requestId) ?? null, {
@@ -229,14 +235,22 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
 
   const shouldContinueAsNew = () => workflowInfo().continueAsNewSuggested || compactionsThisRun >= settings.maxCompactionsPerRun;
 
+  const idle = () => queue.length === 0 && !closeRequested && !shouldContinueAsNew();
   showProgress();
   for (;;) {
-    await condition(() => queue.length > 0 || closeRequested || shouldContinueAsNew());
+    const woke = settings.idleTimeoutMs > 0 ? await condition(() => !idle(), settings.idleTimeoutMs) : (await condition(() => !idle()), true);
     if (queue.length === 0) {
       // Nothing waits: handlers still running are Updates about to read their answers.
       await condition(() => allHandlersFinished() || queue.length > 0);
       if (queue.length > 0) continue;
-      if (closeRequested) return;
+      if (closeRequested) {
+        // Added after the first release: histories recorded before it replay the old path.
+        if (patched(PATCH_CLOSE_MARKS_LINEAGE)) await markLineageClosed(lineageId);
+        return;
+      }
+      // Quiet for the idle timeout: complete; the lineage stays open and the next request
+      // starts a new run from Postgres' state.
+      if (!woke) return;
       const answered = [...results.values()].slice(-REMEMBERED_RESULTS);
       await continueAsNew<typeof sessionLineageWorkflow>({
         ...input,

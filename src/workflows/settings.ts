@@ -12,6 +12,11 @@ export interface LineageSettings {
   retryMaximumIntervalMs: number;
   /** Continue-as-new after this many compactions, or earlier when the server suggests it. */
   maxCompactionsPerRun: number;
+  /**
+   * Complete the workflow after this long without requests (0: never). The lineage stays
+   * open in Postgres; the next request starts the workflow again from Postgres' state.
+   */
+  idleTimeoutMs: number;
 }
 
 export const DEFAULT_LINEAGE_SETTINGS: LineageSettings = {
@@ -21,4 +26,5 @@ export const DEFAULT_LINEAGE_SETTINGS: LineageSettings = {
   retryInitialIntervalMs: 1_000,
   retryMaximumIntervalMs: 30_000,
   maxCompactionsPerRun: 200,
+  idleTimeoutMs: 0,
 };

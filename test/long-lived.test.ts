@@ -1,0 +1,105 @@
+/**
+ * Long-lived lineages: continue-as-new with requests arriving across the boundary, the idle
+ * timeout and restart from Postgres' state, and closing.
+ */
+import { sql } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SessionsClient } from '../src/client';
+import { lineageWorkflowId } from '../src/workflows/contract';
+import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
+
+let stack: TestStack;
+
+beforeAll(async () => {
+  stack = await startTestStack();
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+async function runsOf(lineageId: string): Promise<Array<{ runId: string; status: string }>> {
+  const runs: Array<{ runId: string; status: string }> = [];
+  for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${lineageWorkflowId(lineageId)}'` })) runs.push({ runId: wf.runId, status: wf.status.name });
+  return runs;
+}
+
+async function answerOf(client: SessionsClient, sessionId: string, requestId: string) {
+  for (let i = 0; i < 200; i++) {
+    const answer = await client.result(sessionId, requestId);
+    if (answer) return answer;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no answer for ${requestId}`);
+}
+
+describe('continue-as-new', () => {
+  it('requests arriving across run boundaries are none lost, none run twice, retries answered from carried state', async () => {
+    const client = await SessionsClient.connect({ config: stack.config, database: stack.db, settings: { maxCompactionsPerRun: 2 } });
+    try {
+      const root = uniqueId('can');
+      await client.createSession({ sessionId: root });
+      await client.append(root, conversation(10));
+      stack.llm.setDefault({ delayMs: 50 });
+      const answered = new Map<string, { outcome: string; sessionId: string }>();
+      const signalled: Array<{ sessionId: string; requestId: string }> = [];
+      let head = root;
+      for (let round = 0; round < 8; round++) {
+        const requestId = `main-${round}`;
+        // The main request, a signal for the same head, and a retry of an earlier request id.
+        const [main] = await Promise.all([
+          client.compact(head, { requestId }),
+          client.requestCompaction(head, { requestId: `sig-${round}` }).then((id) => signalled.push({ sessionId: head, requestId: id })),
+          round > 0 ? client.compact(root, { requestId: `main-${round - 1}` }).then((r) => answered.set(`retry-${round}`, r)) : undefined,
+        ]);
+        answered.set(requestId, main);
+        expect(main.outcome).toBe('compacted');
+        head = main.sessionId;
+        await client.append(head, conversation(10).slice(1));
+      }
+      // Every retry got the first answer of its request id, not a new compaction or a stale.
+      for (let round = 1; round < 8; round++) {
+        expect(answered.get(`retry-${round}`)).toMatchObject({ outcome: 'compacted', sessionId: answered.get(`main-${round - 1}`)!.sessionId });
+      }
+      for (const { sessionId, requestId } of signalled) expect((await answerOf(client, sessionId, requestId)).outcome).toMatch(/compacted|stale/);
+
+      const runs = await runsOf(root);
+      expect(runs.length).toBeGreaterThanOrEqual(4);
+      expect(runs.filter((r) => r.status === 'RUNNING')).toHaveLength(1);
+      // Each request id appears in exactly one audit row; eight compactions, eight generations.
+      const rows = (await stack.db.db.execute(sql`select request_ids, outcome, generation from compactions where lineage_id = ${root} order by started_at`)).rows as Array<{ request_ids: string[]; outcome: string; generation: number }>;
+      const ids = rows.flatMap((r) => r.request_ids);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(rows.filter((r) => r.outcome === 'compacted').map((r) => r.generation)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(stack.llm.requests).toHaveLength(8);
+      const state = await client.state(root);
+      expect(state).toMatchObject({ headSessionId: head, generation: 8, compactions: 8 });
+    } finally {
+      stack.llm.setDefault({});
+      await client.close();
+    }
+  });
+});
+
+describe('idle lineages', () => {
+  it('complete after the idle timeout and start again from Postgres on the next request', async () => {
+    const client = await SessionsClient.connect({ config: stack.config, database: stack.db, settings: { idleTimeoutMs: 1000 } });
+    try {
+      const root = uniqueId('idle');
+      await client.createSession({ sessionId: root });
+      await client.append(root, conversation(10));
+      const first = await client.compact(root);
+      const deadline = Date.now() + 15_000;
+      while ((await runsOf(root)).some((r) => r.status === 'RUNNING') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect((await runsOf(root)).map((r) => r.status)).toEqual(['COMPLETED']);
+
+      await client.append(first.sessionId, conversation(10).slice(1));
+      const second = await client.compact(first.sessionId);
+      expect(second).toMatchObject({ outcome: 'compacted', sessionId: `${root}--g2`, previousSessionId: first.sessionId, generation: 2 });
+      expect((await runsOf(root)).map((r) => r.status).sort()).toEqual(['COMPLETED', 'RUNNING']);
+      // A caller still holding the old head is stale in the new run too.
+      expect(await client.compact(root)).toMatchObject({ outcome: 'stale', sessionId: second.sessionId });
+    } finally {
+      await client.close();
+    }
+  });
+});
