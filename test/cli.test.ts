@@ -51,6 +51,9 @@ describe('sessions command', () => {
       { sessionId: `${id}--g1`, parentSessionId: id, endedAt: null, endReason: null, messageCount: compacted.json.messages.length },
     ]);
 
+    const all = await sessions(['transcript', id, '--all', '--json']);
+    expect(all.json).toMatchObject({ sessionId: `${id}--g1`, messages: compacted.json.messages, archived: [] });
+
     const stale = await sessions(['compact', id, '--json']);
     expect(stale.json).toMatchObject({ outcome: 'stale', sessionId: `${id}--g1` });
 

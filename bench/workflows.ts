@@ -1,0 +1,42 @@
+/**
+ * Workflows used only by the benchmark (never shipped):
+ * - floorWorkflow: an Update that does nothing, the floor of any Update round trip;
+ * - naiveSessionWorkflow: what a user might write instead of this service, the transcript
+ *   carried in workflow state, appends by signal, compaction by an activity that gets and
+ *   returns the whole transcript through history.
+ */
+import { condition, defineSignal, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
+import type { ChatMessage } from '../src/compaction/messages';
+import type { NaiveActivities } from './naive-activities';
+
+export const noopUpdate = defineUpdate<number, [number]>('noop');
+
+export async function floorWorkflow(): Promise<void> {
+  setHandler(noopUpdate, (n) => n);
+  await condition(() => false);
+}
+
+export const naiveAppendSignal = defineSignal<[ChatMessage[]]>('append');
+export const naiveCompactUpdate = defineUpdate<{ messagesBefore: number; messagesAfter: number }, []>('compact');
+
+const { naiveSummarise } = proxyActivities<NaiveActivities>({ startToCloseTimeout: '5 minutes', heartbeatTimeout: '1 minute' });
+
+export async function naiveSessionWorkflow(initial: ChatMessage[]): Promise<void> {
+  let messages = initial;
+  let busy = false;
+  setHandler(naiveAppendSignal, (batch) => void messages.push(...batch));
+  setHandler(naiveCompactUpdate, async () => {
+    await condition(() => !busy);
+    busy = true;
+    try {
+      const before = messages.length;
+      const compacted = await naiveSummarise(messages);
+      // Appends that arrived while summarising are kept after the compacted part.
+      messages = [...compacted, ...messages.slice(before)];
+      return { messagesBefore: before, messagesAfter: messages.length };
+    } finally {
+      busy = false;
+    }
+  });
+  await condition(() => false);
+}
