@@ -30,7 +30,7 @@ import { naiveAppendSignal, naiveCompactUpdate, noopUpdate } from './workflows';
 
 const quick = process.argv.includes('--quick');
 const SIZES = quick
-  ? { floor: 50, compactions: 20, costCompactions: 3, throughputSessions: 20, callers: 10, appends: 200, idle: 300, longLineage: 50, wakeSamples: 3, bigTranscript: 2000 }
+  ? { floor: 100, compactions: 50, costCompactions: 3, throughputSessions: 20, callers: 10, appends: 200, idle: 300, longLineage: 50, wakeSamples: 3, bigTranscript: 2000 }
   : { floor: 300, compactions: 100, costCompactions: 10, throughputSessions: 200, callers: 10, appends: 2000, idle: 10_000, longLineage: 1000, wakeSamples: 5, bigTranscript: 10_000 };
 
 // ---------------------------------------------------------------------------------------
@@ -113,6 +113,7 @@ async function main(): Promise<void> {
       };
       child.stdout!.on('data', onData);
       child.stderr!.on('data', onData);
+      if (process.env.BENCH_TRACE) child.stderr!.on('data', (b: Buffer) => process.stderr.write(b));
       child.once('exit', (code) => reject(new Error(`worker exited ${code}: ${out}`)));
     });
     workerProcess = child;
@@ -180,6 +181,11 @@ async function main(): Promise<void> {
       latencies.push(ms);
     }
     const compaction = summary(latencies);
+    if (process.env.BENCH_TRACE) {
+      const h = await temporal.workflow.getHandle(lineageWorkflowId(ids[ids.length - 1])).fetchHistory();
+      const t0 = Number(h.events![0].eventTime!.seconds) * 1000 + h.events![0].eventTime!.nanos! / 1e6;
+      for (const e of h.events!) console.error(String(e.eventId).padStart(3), (Number(e.eventTime!.seconds) * 1000 + e.eventTime!.nanos! / 1e6 - t0).toFixed(1).padStart(8), Object.keys(e).find((k) => k.endsWith('Attributes')));
+    }
     results.compaction = { ...compaction, p50OverFloor: round(compaction.p50 / floor.sumP50) };
 
     // 3. Cost per compaction in history -------------------------------------------------

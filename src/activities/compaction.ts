@@ -48,18 +48,25 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
 
   async function compactSession(input: CompactSessionInput): Promise<CompactSessionResult> {
     const { db } = deps;
-    const record = await beginJob(db, input, deps.summariser.model);
+    // Three independent reads at once: the audit row, the lineage's head, the snapshot.
+    const [record, lineage, rows] = await Promise.all([
+      beginJob(db, input, deps.summariser.model),
+      lineageOf(db, input.lineageId),
+      sessionMessages(db, input.parentSessionId),
+    ]);
     if (record.outcome === 'compacted') {
       return { outcome: 'compacted', headSessionId: record.childSessionId!, generation: record.generation, previousSessionId: record.parentSessionId, messagesAfter: record.messagesAfter ?? undefined };
     }
-    const lineage = await lineageOf(db, input.lineageId);
+    if (record.outcome === 'refused' || record.outcome === 'stale') {
+      // An earlier attempt decided this job and its answer was lost: give the same answer.
+      return { outcome: record.outcome, headSessionId: lineage.headSessionId, generation: lineage.generation, reason: record.reason ?? undefined };
+    }
     if (lineage.headSessionId !== input.parentSessionId || lineage.generation !== input.generation) {
       const reason = `the head is ${lineage.headSessionId} (generation ${lineage.generation}); adopting it instead of compacting again`;
       await finishJob(db, input.jobId, 'stale', { reason });
       return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason };
     }
 
-    const rows = await sessionMessages(db, input.parentSessionId);
     const watermarkSeq = rows.length > 0 ? rows[rows.length - 1].seq : 0;
     const transcript = rows.map(rowToMessage);
     const refuse = async (reason: string, stats: { tokensBefore?: number; tokensAfter?: number } = {}): Promise<CompactSessionResult> => {

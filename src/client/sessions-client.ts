@@ -17,6 +17,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
 import { type Config, loadConfig } from '../config';
 import { type DatabaseHandle, openDatabase } from '../db/database';
+import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
 import {
   BackgroundCompactionRejectedError,
@@ -217,8 +218,8 @@ export class SessionsClient {
       this.stats.updateLimitFallbacks++;
       result = await this.compactBySignal(lineage.lineageId, request);
     }
-    const transcript = await store.headTranscript(this.database.db, result.sessionId);
-    return { ...result, messages: transcript.messages.map(({ seq: _seq, ...m }) => m) };
+    const rows = await store.sessionMessages(this.database.db, result.sessionId);
+    return { ...result, messages: rows.map(rowToMessage) };
   }
 
   /**

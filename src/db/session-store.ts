@@ -86,12 +86,17 @@ export async function createSession(
   });
 }
 
-/** The lineage any session id belongs to, with its current head. */
-export async function lineageOf(db: Executor, sessionId: string, options: { forUpdate?: boolean } = {}): Promise<LineageInfo> {
-  const [session] = await db.select({ lineageId: sessions.lineageId }).from(sessions).where(eq(sessions.id, sessionId));
-  if (!session) throw new SessionNotFoundError(sessionId);
-  const query = db.select().from(lineages).where(eq(lineages.id, session.lineageId));
-  const [row] = options.forUpdate ? await query.for('update') : await query;
+type LineageRow = typeof lineages.$inferSelect;
+
+/** The lineage row of any session id, in one query; locked when `forUpdate`. */
+async function lineageRowOf(db: Executor, sessionId: string, options: { forUpdate?: boolean } = {}): Promise<LineageRow> {
+  const query = db.select({ lineage: lineages }).from(sessions).innerJoin(lineages, eq(lineages.id, sessions.lineageId)).where(eq(sessions.id, sessionId));
+  const [row] = options.forUpdate ? await query.for('update', { of: lineages }) : await query;
+  if (!row) throw new SessionNotFoundError(sessionId);
+  return row.lineage;
+}
+
+function lineageInfo(row: LineageRow): LineageInfo {
   return {
     lineageId: row.id,
     headSessionId: row.headSessionId,
@@ -101,6 +106,11 @@ export async function lineageOf(db: Executor, sessionId: string, options: { forU
     compactAtTokens: row.compactAtTokens,
     closed: row.closedAt !== null,
   };
+}
+
+/** The lineage any session id belongs to, with its current head. */
+export async function lineageOf(db: Executor, sessionId: string, options: { forUpdate?: boolean } = {}): Promise<LineageInfo> {
+  return lineageInfo(await lineageRowOf(db, sessionId, options));
 }
 
 export interface AppendResult {
@@ -125,12 +135,9 @@ export interface AppendResult {
  */
 export async function appendMessages(db: Database, sessionId: string, batch: readonly ChatMessage[]): Promise<AppendResult> {
   return db.transaction(async (tx) => {
-    const lineage = await lineageOf(tx, sessionId, { forUpdate: true });
-    if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
-    const [counters] = await tx
-      .select({ appendedCount: lineages.appendedCount, headTokens: lineages.headTokens })
-      .from(lineages)
-      .where(eq(lineages.id, lineage.lineageId));
+    const lineage = await lineageRowOf(tx, sessionId, { forUpdate: true });
+    if (lineage.closedAt) throw new LineageClosedError(lineage.id);
+    const counters = lineage;
     const head = lineage.headSessionId;
     const [{ maxSeq }] = await tx
       .select({ maxSeq: sql<number>`coalesce(max(${messages.seq}), 0)::int` })
@@ -140,7 +147,7 @@ export async function appendMessages(db: Database, sessionId: string, batch: rea
     await tx.insert(messages).values(rows);
     const headTokens = counters.headTokens + rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
     const lastLineageSeq = counters.appendedCount + batch.length;
-    await tx.update(lineages).set({ appendedCount: lastLineageSeq, headTokens }).where(eq(lineages.id, lineage.lineageId));
+    await tx.update(lineages).set({ appendedCount: lastLineageSeq, headTokens }).where(eq(lineages.id, lineage.id));
     const threshold = lineage.compactAtTokens;
     return {
       sessionId: head,
@@ -396,9 +403,14 @@ export type CommitResult =
 export async function commitCompaction(db: Database, input: CommitInput): Promise<CommitResult> {
   const { job } = input;
   return db.transaction(async (tx) => {
-    const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
-    if (!lineage) throw new SessionNotFoundError(job.lineageId);
-    const [record] = await tx.select().from(compactions).where(eq(compactions.id, job.jobId));
+    const [locked] = await tx
+      .select({ lineage: lineages, record: compactions })
+      .from(lineages)
+      .leftJoin(compactions, eq(compactions.id, job.jobId))
+      .where(eq(lineages.id, job.lineageId))
+      .for('update', { of: lineages });
+    if (!locked) throw new SessionNotFoundError(job.lineageId);
+    const { lineage, record } = locked;
     if (record?.outcome === 'compacted') {
       return {
         outcome: 'compacted',
@@ -408,6 +420,10 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
         messagesAfter: record.messagesAfter ?? 0,
         alreadyCommitted: true,
       };
+    }
+    if (record && record.outcome !== 'running') {
+      // The job was already decided (refused, stale or aborted): a late attempt may not commit it.
+      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: `the compaction already ended as ${record.outcome}` };
     }
     if (lineage.closedAt) return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: 'the lineage was closed' };
     if (lineage.headSessionId !== job.parentSessionId || lineage.generation !== job.generation) {
