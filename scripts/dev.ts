@@ -11,12 +11,15 @@ import { DEV_POSTGRES_PORT, DEV_STATE_DIR, loadConfig } from '../src/config';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/dev/postgres';
 import { findTemporalCli } from '../src/dev/temporal-cli';
 import { isPortOpen, startLocalTemporal } from '../src/dev/temporal-server';
-import { createSessionWorker } from '../src/worker';
+import { codecFromKeys } from '../src/codec/aes-gcm-codec';
+import { createCodecServer } from '../src/codec/codec-server';
+import { createSessionWorker, installRuntime } from '../src/worker';
 
 const say = (line: string) => console.log(`[dev] ${line}`);
 
 async function main(): Promise<void> {
-  const config = loadConfig();
+  const config = loadConfig({ METRICS_BIND_ADDRESS: '127.0.0.1:9464', ...process.env });
+  installRuntime(config, 'WARN');
   const stops: Array<() => Promise<void>> = [];
   let stopping = false;
   const stopAll = async () => {
@@ -33,6 +36,17 @@ async function main(): Promise<void> {
       say(`starting embedded Postgres on 127.0.0.1:${DEV_POSTGRES_PORT} (data in .dev/postgres)`);
       pg = await startEmbeddedPostgres({ dataDir: path.join(DEV_STATE_DIR, 'postgres'), port: DEV_POSTGRES_PORT, database: 'session_compaction', log: say });
       stops.push(() => pg!.stop());
+    }
+
+    // With encryption on, a local codec endpoint lets the Web UI show decrypted payloads.
+    let codecUrl: string | undefined;
+    const codec = codecFromKeys(config.payloadEncryptionKeys);
+    if (codec) {
+      const codecServer = createCodecServer(codec, { corsOrigins: config.codecCorsOrigins });
+      await new Promise<void>((resolve) => codecServer.listen(config.codecServerPort, '127.0.0.1', resolve));
+      codecUrl = `http://127.0.0.1:${config.codecServerPort}`;
+      say(`codec endpoint for the Web UI: ${codecUrl}`);
+      stops.push(() => new Promise<void>((resolve) => codecServer.close(() => resolve())));
     }
 
     const [host, portText] = config.temporal.address.split(':');
@@ -53,6 +67,7 @@ async function main(): Promise<void> {
       server = await startLocalTemporal({
         cliPath,
         log: say,
+        codecEndpoint: codecUrl,
         ip: host,
         port: Number(portText),
         uiPort: 8233,
@@ -66,6 +81,7 @@ async function main(): Promise<void> {
     const worker = await createSessionWorker({ config: { ...config, databaseUrl: pg?.url ?? config.databaseUrl }, log: say });
     process.once('SIGINT', () => say('stopping (Ctrl-C)...'));
     console.log(`\nsession-compaction is ready. Temporal Web UI: ${uiUrl}  Temporal: ${config.temporal.address}  task queue: ${config.temporal.taskQueue}`);
+    console.log(`metrics: http://${config.metricsBindAddress}/metrics`);
     console.log(`try: npx sessions create demo && npx sessions compact demo --json   (Ctrl-C stops everything)\n`);
     await worker.run();
   } finally {

@@ -51,6 +51,8 @@ export interface CompactionConfig {
 
 /** Worker capacity. Idle lineages cost only a slot in the workflow cache. */
 export interface WorkerTuning {
+  /** How long a stopping worker lets in-flight summaries finish before cancelling them. */
+  shutdownGraceTimeMs: number;
   maxCachedWorkflows: number;
   maxConcurrentWorkflowTaskExecutions: number;
   maxConcurrentActivityTaskExecutions: number;
@@ -58,6 +60,12 @@ export interface WorkerTuning {
 }
 
 export interface Config {
+  /** host:port for the worker's Prometheus endpoint (/metrics); none when absent. */
+  metricsBindAddress?: string;
+  /** `id:base64key,...`: payloads in Temporal history are AES-GCM encrypted when set. */
+  payloadEncryptionKeys?: string;
+  codecServerPort: number;
+  codecCorsOrigins: string[];
   temporal: TemporalConfig;
   worker: WorkerTuning;
   databaseUrl: string;
@@ -69,12 +77,17 @@ export interface Config {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const leaseTtlMs = intFrom(env, 'COMPACTION_LEASE_TTL_MS', 60_000);
   return {
+    metricsBindAddress: env.METRICS_BIND_ADDRESS || undefined,
+    payloadEncryptionKeys: env.PAYLOAD_ENCRYPTION_KEYS || undefined,
+    codecServerPort: intFrom(env, 'CODEC_SERVER_PORT', 8888),
+    codecCorsOrigins: (env.CODEC_CORS_ORIGINS || 'http://127.0.0.1:8233,http://localhost:8233').split(',').map((o) => o.trim()),
     temporal: {
       address: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
       namespace: env.TEMPORAL_NAMESPACE || 'default',
       taskQueue: env.TEMPORAL_TASK_QUEUE || 'session-compaction',
     },
     worker: {
+      shutdownGraceTimeMs: intFrom(env, 'WORKER_SHUTDOWN_GRACE_MS', 30_000),
       maxCachedWorkflows: intFrom(env, 'WORKER_MAX_CACHED_WORKFLOWS', 10_000),
       maxConcurrentWorkflowTaskExecutions: intFrom(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 40),
       maxConcurrentActivityTaskExecutions: intFrom(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 100),

@@ -3,10 +3,11 @@
  * Temporal and Postgres. `npm run worker` runs it alone; `npm run dev` runs it inside the
  * dev stack. Migrations run on start.
  */
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
 import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
+import { codecFromKeys } from './codec/aes-gcm-codec';
 import { openDatabase, runMigrations, type DatabaseHandle } from './db/database';
 
 export interface SessionWorkerOptions {
@@ -48,13 +49,17 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,
   });
+  const codec = codecFromKeys(config.payloadEncryptionKeys);
+  if (codec) say('payloads in Temporal history are encrypted (AES-256-GCM)');
   const bundlePath = options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH;
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     activities,
+    ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
     ...config.worker,
+    shutdownGraceTime: config.worker.shutdownGraceTimeMs,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('./workflows') }),
     ...options.workerOptions,
   });
@@ -73,11 +78,28 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
   };
 }
 
+/**
+ * Installs the Temporal runtime for this process, with a Prometheus endpoint when configured.
+ * Must run before any connection is made. Our own metrics (see docs/operations.md) are
+ * emitted through the same runtime, so one endpoint serves both.
+ */
+export function installRuntime(config: Config, logLevel: 'INFO' | 'WARN' | 'ERROR' = 'INFO'): void {
+  Runtime.install({
+    logger: new DefaultLogger(logLevel),
+    ...(config.metricsBindAddress ? { telemetryOptions: { metrics: { prometheus: { bindAddress: config.metricsBindAddress } } } } : {}),
+  });
+}
+
 async function main(): Promise<void> {
   const config = loadConfig();
+  installRuntime(config);
+  if (config.metricsBindAddress) console.log(`metrics: http://${config.metricsBindAddress}/metrics`);
   const sessionWorker = await createSessionWorker({ config });
   console.log(`worker ready: task queue ${config.temporal.taskQueue} on ${config.temporal.address} (namespace ${config.temporal.namespace})`);
+  // SIGINT and SIGTERM make the worker stop polling and let in-flight summaries finish
+  // (up to WORKER_SHUTDOWN_GRACE_MS); what does not finish is retried by another worker.
   await sessionWorker.run();
+  console.log('worker stopped');
 }
 
 if (require.main === module) {

@@ -84,6 +84,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     beat();
     const ticker = setInterval(beat, deps.heartbeatIntervalMs);
     let summary;
+    const summariseStarted = Date.now();
     try {
       summary = await deps.summariser.summarise(
         { middle: plan.middle, previousSummary: plan.previousSummary, focusTopic: input.focusTopic, force: input.force },
@@ -93,6 +94,10 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       clearInterval(ticker);
     }
     const usage = { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens };
+    const meter = Context.current().metricMeter.withTags({ model: summary.model });
+    meter.createHistogram('session_summariser_latency', 'int', 'ms', 'Time the summariser took').record(Date.now() - summariseStarted);
+    meter.createCounter('session_summariser_prompt_tokens', 'tokens', 'Prompt tokens the summariser reported').add(summary.promptTokens ?? 0);
+    meter.createCounter('session_summariser_completion_tokens', 'tokens', 'Completion tokens the summariser reported').add(summary.completionTokens ?? 0);
     if (summary.text.trim() === '') return refuse('the summariser returned an empty summary');
 
     const candidate = buildCandidate(plan, summary.text, transcript);
@@ -115,6 +120,9 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       return { outcome: 'stale', headSessionId: committed.headSessionId, generation: committed.generation, reason: committed.reason };
     }
     heartbeat({ phase: 'committed', alreadyCommitted: committed.alreadyCommitted });
+    Context.current()
+      .metricMeter.createHistogram('session_compaction_carried_messages', 'int', 'messages', 'Messages appended during a summary and carried into the new head')
+      .record(committed.carried);
     if (committed.alreadyCommitted) log.info('compaction already committed by an earlier attempt', { jobId: input.jobId });
     return {
       outcome: 'compacted',

@@ -4,7 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { loadConfig } from '../config';
 import { SessionCompactionError } from '../errors';
+import { runDoctor } from './doctor';
 import { SessionsClient } from './sessions-client';
 
 const USAGE = `usage: sessions <command> [options]
@@ -17,7 +19,8 @@ commands:
   lineage <sessionId>                            root to head
   state <sessionId>                              the workflow's state query
   close <sessionId>                              finish the queue, close the lineage
-  audit                                          forks, orphans and writes after end, whole database
+  audit                                          forks, orphans, lost and duplicated messages, whole database
+  doctor                                         check Temporal, Postgres, search attributes, worker, LLM
 
 every command takes --json`;
 
@@ -135,6 +138,12 @@ export async function main(argv: string[], out: (text: string) => void = (t) => 
   }
   const json = values.json === true;
   const print: Printer = (value, human) => out(json ? JSON.stringify(value, null, 2) : human());
+  if (command === 'doctor') {
+    const checks = await runDoctor(loadConfig());
+    const ok = checks.every((c) => c.ok);
+    out(json ? JSON.stringify({ ok, checks }, null, 2) : checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`).join('\n'));
+    return ok ? 0 : 1;
+  }
   let client: SessionsClient | undefined;
   try {
     if (command !== 'create' && !['append', 'compact', 'transcript', 'lineage', 'state', 'close', 'audit'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);

@@ -15,6 +15,7 @@ import {
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
+import { codecFromKeys } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
 import { type DatabaseHandle, openDatabase } from '../db/database';
 import { rowToMessage } from '../db/schema';
@@ -139,7 +140,8 @@ export class SessionsClient {
         ],
       }));
     const database = options.database ?? openDatabase(config.databaseUrl);
-    const temporal = new Client({ connection, namespace: config.temporal.namespace });
+    const codec = codecFromKeys(config.payloadEncryptionKeys);
+    const temporal = new Client({ connection, namespace: config.temporal.namespace, ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}) });
     const settings: Partial<LineageSettings> = {
       leaseTtlMs: config.compaction.leaseTtlMs,
       attemptTimeoutMs: config.compaction.attemptTimeoutMs,

@@ -13,6 +13,8 @@ export interface DevServerOptions {
   dbFilename?: string;
   namespace?: string;
   logLevel?: string;
+  /** A codec endpoint the Web UI uses to decode encrypted payloads. */
+  codecEndpoint?: string;
   onOutput?: (chunk: string) => void;
 }
 
@@ -54,6 +56,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   else if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   if (options.dbFilename) args.push('--db-filename', options.dbFilename);
   if (options.namespace && options.namespace !== 'default') args.push('--namespace', options.namespace);
+  if (options.codecEndpoint) args.push('--ui-codec-endpoint', options.codecEndpoint);
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
 
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });

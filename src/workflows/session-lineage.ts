@@ -16,6 +16,7 @@ import {
   condition,
   continueAsNew,
   log,
+  metricMeter,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -62,6 +63,9 @@ export const PATCH_CLOSE_MARKS_LINEAGE = 'close-marks-lineage-closed';
 const REMEMBERED_RESULTS = 1000;
 
 export async function sessionLineageWorkflow(input: SessionLineageInput): Promise<void> {
+  // Metrics are emitted only when code runs for the first time, never on replay.
+  const compactionsByOutcome = metricMeter.createCounter('session_compactions', 'jobs', 'Compaction jobs by outcome');
+  const queueDepth = metricMeter.createHistogram('session_compaction_queue_depth', 'int', 'requests', 'Requests answered by a job plus requests still waiting, at each job');
   const settings: LineageSettings = { ...DEFAULT_LINEAGE_SETTINGS, ...input.settings };
   const { lineageId, mode } = input;
   let head = input.headSessionId;
@@ -271,12 +275,14 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
     };
     queue = queue.filter((q) => q.sessionId !== head);
     inFlight = job;
+    queueDepth.record(job.requests.length + queue.length);
     showProgress();
     const result = await runJob(job);
     inFlight = undefined;
     lastOutcome = result.outcome;
     lastReason = result.reason;
     for (const request of job.requests) answer(request, result);
+    compactionsByOutcome.add(1, { outcome: result.outcome });
     upsertSearchAttributes([
       { key: SessionHead, value: head },
       { key: CompactionCount, value: compactions },
