@@ -84,6 +84,9 @@ describe('the worker process', () => {
     await stack.llm.waitForRequests(1);
     const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
     worker.kill('SIGTERM');
+    // The stopping worker polls no new tasks: the workflow task that answers the caller is
+    // picked up by another worker, as in any deployment with more than one.
+    await stack.startWorker();
     expect(await pending).toMatchObject({ outcome: 'compacted' });
     expect(await exited).toBe(0);
     const [row] = await auditRows(stack.db.db, id);
