@@ -6,4 +6,4 @@ COPY tsconfig.json ./
 COPY bin ./bin
 COPY src ./src
 USER node
-CMD ["node", "node_modules/tsx/dist/cli.mjs", "src/worker.ts"]
+CMD ["node", "--import", "tsx", "src/worker.ts"]

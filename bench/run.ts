@@ -7,7 +7,7 @@
  *   npm run bench                 full sizes (several minutes on 2 cores)
  *   npm run bench -- --quick      small sizes, to check the benchmark itself
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -25,6 +25,7 @@ import { findTemporalCli } from '../src/dev/temporal-cli';
 import { freePort, startLocalTemporal } from '../src/dev/temporal-server';
 import { lineageWorkflowId } from '../src/workflows/contract';
 import { startFakeLlm } from '../test/support/fake-llm';
+import { spawnWorkerProcess } from '../test/support/worker-process';
 import { createNaiveActivities } from './naive-activities';
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate } from './workflows';
 
@@ -101,23 +102,8 @@ async function main(): Promise<void> {
 
   let workerProcess: ChildProcess | undefined;
   const startWorkerProcess = async () => {
-    const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(PROJECT_ROOT, 'src/worker.ts')], {
-      env: { ...process.env, ...env, WORKFLOW_BUNDLE_PATH: bundlePath },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      let out = '';
-      const onData = (b: Buffer) => {
-        out += b.toString();
-        if (out.includes('worker ready')) resolve();
-      };
-      child.stdout!.on('data', onData);
-      child.stderr!.on('data', onData);
-      if (process.env.BENCH_TRACE) child.stderr!.on('data', (b: Buffer) => process.stderr.write(b));
-      child.once('exit', (code) => reject(new Error(`worker exited ${code}: ${out}`)));
-    });
-    workerProcess = child;
-    return child;
+    workerProcess = await spawnWorkerProcess(env, { workflowBundlePath: bundlePath, echo: Boolean(process.env.BENCH_TRACE) });
+    return workerProcess;
   };
   const stopWorkerProcess = async () => {
     if (!workerProcess) return;

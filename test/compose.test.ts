@@ -57,6 +57,6 @@ describe('docker-compose.yml', () => {
     const dockerfile = readFileSync(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
     expect(dockerfile).toMatch(/^FROM node:20/m);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
-    expect(dockerfile).toMatch(/CMD .*src\/worker\.ts/);
+    expect(dockerfile).toMatch(/CMD \["node", "--import", "tsx", "src\/worker\.ts"\]/);
   });
 });

@@ -96,6 +96,19 @@ function isUpdateLimitError(error: unknown): boolean {
   return false;
 }
 
+const GRPC_UNAVAILABLE = 14;
+const GRPC_DEADLINE_EXCEEDED = 4;
+
+/** True for errors of reaching the server (it restarts, the network blips): safe to resend. */
+function isTransientConnectionError(error: unknown): boolean {
+  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    if (code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED) return true;
+    if ((e as Error).name === 'WorkflowUpdateRPCTimeoutOrCancelledError') return true;
+  }
+  return false;
+}
+
 /** Maps a failure from the workflow (an Update validator) back to the typed error it was. */
 function userErrorFrom(error: unknown): Error {
   if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {
@@ -111,7 +124,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class SessionsClient {
   /** How often compact() met the server's in-flight Update limit and went by signal instead. */
-  readonly stats = { updateLimitFallbacks: 0 };
+  readonly stats = { updateLimitFallbacks: 0, resentWhileUnreachable: 0 };
+  /** How long compact() keeps resending while Temporal is unreachable. */
+  private readonly unreachableTimeoutMs: number;
 
   private constructor(
     private readonly config: Config,
@@ -120,7 +135,10 @@ export class SessionsClient {
     private readonly owned: { connection?: Connection; database?: DatabaseHandle },
     private readonly settings: Partial<LineageSettings>,
     private readonly messageLimits: MessageLimits,
-  ) {}
+    unreachableTimeoutMs = 120_000,
+  ) {
+    this.unreachableTimeoutMs = unreachableTimeoutMs;
+  }
 
   static async connect(options: SessionsClientOptions = {}): Promise<SessionsClient> {
     const config = options.config ?? loadConfig();
@@ -208,20 +226,41 @@ export class SessionsClient {
     const request = checkCompactRequest({ sessionId, ...options, requestId: options.requestId ?? randomUUID() });
     const lineage = await store.lineageOf(this.database.db, request.sessionId);
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
-    const startWorkflowOperation = new WithStartWorkflowOperation<typeof sessionLineageWorkflow>('sessionLineageWorkflow', {
-      ...this.startOptions(lineage),
-      workflowIdConflictPolicy: 'USE_EXISTING',
+    // An operation object is single-use: each (re)send gets a fresh one.
+    const startWorkflowOperation = () =>
+      new WithStartWorkflowOperation<typeof sessionLineageWorkflow>('sessionLineageWorkflow', {
+        ...this.startOptions(lineage),
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+    const result = await this.resendWhileUnreachable(async () => {
+      try {
+        return await this.temporal.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation: startWorkflowOperation() });
+      } catch (error) {
+        if (!isUpdateLimitError(error)) throw userErrorFrom(error);
+        this.stats.updateLimitFallbacks++;
+        return this.compactBySignal(lineage.lineageId, request);
+      }
     });
-    let result: CompactResult;
-    try {
-      result = await this.temporal.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation });
-    } catch (error) {
-      if (!isUpdateLimitError(error)) throw userErrorFrom(error);
-      this.stats.updateLimitFallbacks++;
-      result = await this.compactBySignal(lineage.lineageId, request);
-    }
     const rows = await store.sessionMessages(this.database.db, result.sessionId);
     return { ...result, messages: rows.map(rowToMessage) };
+  }
+
+  /**
+   * Resends a request while the Temporal server cannot be reached (a restart, a network
+   * blip), for up to `unreachableTimeoutMs`. Safe because every request carries its id: the
+   * workflow answers a known id with its first answer and never runs it twice.
+   */
+  private async resendWhileUnreachable<T>(send: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.unreachableTimeoutMs;
+    for (let delay = 200; ; delay = Math.min(delay * 2, 5000)) {
+      try {
+        return await send();
+      } catch (error) {
+        if (!isTransientConnectionError(error) || Date.now() + delay > deadline) throw error;
+        this.stats.resentWhileUnreachable++;
+        await sleep(delay);
+      }
+    }
   }
 
   /**
@@ -232,7 +271,7 @@ export class SessionsClient {
     const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineageId));
     await handle.signal(compactSignal, { ...request, trigger: 'update' });
     for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
-      const answer = await handle.query(requestResultQuery, request.requestId!);
+      const answer = await this.resendWhileUnreachable(() => handle.query(requestResultQuery, request.requestId!));
       if (answer) return answer;
       await sleep(delay);
     }

@@ -6,6 +6,8 @@ import { ensureDatabaseExists } from '../db/database';
 export interface EmbeddedPostgres {
   url: string;
   stop(): Promise<void>;
+  /** Starts the same server again after stop(). */
+  start(): Promise<void>;
 }
 
 export async function startEmbeddedPostgres(options: { dataDir: string; port: number; database: string; log?: (line: string) => void }): Promise<EmbeddedPostgres> {
@@ -30,5 +32,5 @@ export async function startEmbeddedPostgres(options: { dataDir: string; port: nu
   await server.start();
   const url = `postgres://postgres:postgres@127.0.0.1:${options.port}/${options.database}`;
   await ensureDatabaseExists(url);
-  return { url, stop: () => server.stop() };
+  return { url, stop: () => server.stop(), start: () => server.start() };
 }

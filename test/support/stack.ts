@@ -3,19 +3,19 @@
  * cloned from the migrated template, a worker on its own task queue (in this process, or as
  * a separate worker process that a test may kill), a SessionsClient, and a fake LLM.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { Pool } from 'pg';
 import { inject } from 'vitest';
 import { SessionsClient } from '../../src/client';
-import { type Config, loadConfig, PROJECT_ROOT } from '../../src/config';
+import { type Config, loadConfig } from '../../src/config';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database';
 import type { LineageSettings } from '../../src/workflows/settings';
 import { createSessionWorker, type SessionWorker, type SessionWorkerOptions } from '../../src/worker';
 import { type FakeLlm, startFakeLlm } from './fake-llm';
+import { spawnWorkerProcess } from './worker-process';
 
 export { conversation } from './conversation';
 
@@ -115,22 +115,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       result.worker = undefined;
     },
     async spawnWorkerProcess() {
-      const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(PROJECT_ROOT, 'src/worker.ts')], {
-        env: { ...process.env, ...env, WORKFLOW_BUNDLE_PATH: stack.workflowBundlePath },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      const child = await spawnWorkerProcess(env, { workflowBundlePath: stack.workflowBundlePath });
       children.add(child);
-      let output = '';
-      const ready = new Promise<void>((resolve, reject) => {
-        const onData = (chunk: Buffer) => {
-          output += chunk.toString();
-          if (output.includes('worker ready')) resolve();
-        };
-        child.stdout!.on('data', onData);
-        child.stderr!.on('data', onData);
-        child.once('exit', (code) => reject(new Error(`worker process exited with ${code}:\n${output}`)));
-      });
-      await ready;
       return child;
     },
     async close() {
