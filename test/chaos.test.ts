@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { badInput, llmFaults, postgresRestartedMidCommit, type ReliabilityRow, temporalKilledMidCompaction, workerKilledMidSummary, workerStorm } from './chaos/scenarios';
 
 function expectIntact(row: ReliabilityRow) {
+  expect(row.notes ?? '').not.toMatch(/first error/);
   expect(row).toMatchObject({ forks: 0, orphans: 0, lostWrites: 0, duplicatedWrites: 0, errorsToCallers: 0 });
   expect(row.answered).toBe(row.requests);
 }

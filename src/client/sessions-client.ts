@@ -17,7 +17,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
 import { codecFromKeys } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
-import { type DatabaseHandle, openDatabase } from '../db/database';
+import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
 import {
@@ -224,7 +224,7 @@ export class SessionsClient {
    */
   async compact(sessionId: string, options: CompactOptions = {}): Promise<CompactOutcome> {
     const request = checkCompactRequest({ sessionId, ...options, requestId: options.requestId ?? randomUUID() });
-    const lineage = await store.lineageOf(this.database.db, request.sessionId);
+    const lineage = await readWithRetry(() => store.lineageOf(this.database.db, request.sessionId));
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
     // An operation object is single-use: each (re)send gets a fresh one.
     const startWorkflowOperation = () =>
@@ -241,7 +241,9 @@ export class SessionsClient {
         return this.compactBySignal(lineage.lineageId, request);
       }
     });
-    const rows = await store.sessionMessages(this.database.db, result.sessionId);
+    // The compaction is done whatever happens now; a database restart must not turn its
+    // answer into an error, so the read of the new head is retried.
+    const rows = await readWithRetry(() => store.sessionMessages(this.database.db, result.sessionId));
     return { ...result, messages: rows.map(rowToMessage) };
   }
 
@@ -313,11 +315,13 @@ export class SessionsClient {
   }
 
   async transcript(sessionId: string, options: { includeArchived?: boolean } = {}) {
-    return store.headTranscript(this.database.db, checkSessionId(sessionId), options);
+    checkSessionId(sessionId);
+    return readWithRetry(() => store.headTranscript(this.database.db, sessionId, options));
   }
 
   async lineage(sessionId: string) {
-    return store.lineageSessions(this.database.db, checkSessionId(sessionId));
+    checkSessionId(sessionId);
+    return readWithRetry(() => store.lineageSessions(this.database.db, sessionId));
   }
 
   async audit(): Promise<store.AuditReport> {

@@ -14,8 +14,11 @@ export interface DatabaseHandle {
 
 export function openDatabase(url: string, options: { max?: number } = {}): DatabaseHandle {
   const pool = new Pool({ connectionString: url, max: options.max ?? 10 });
-  // An idle client that loses its server (a Postgres restart) must not crash the process.
+  // A client that loses its server (a Postgres restart) emits 'error'; unhandled, that
+  // crashes the process. The query in flight fails on its own and is retried by its caller
+  // (the activity, by Temporal), so the event itself needs nothing more than a listener.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = drizzle(pool, { schema });
   return { db, pool, close: () => pool.end() };
 }
@@ -52,5 +55,34 @@ export async function ensureDatabaseExists(url: string): Promise<void> {
     if (existing.rowCount === 0) await pool.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
   } finally {
     await pool.end();
+  }
+}
+
+/** Connection-level failures (the server restarting, a dropped connection): a read may be retried. */
+export function isTransientDatabaseError(error: unknown): boolean {
+  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
+    const code = String((e as { code?: unknown }).code ?? '');
+    const message = String((e as { message?: unknown }).message ?? '');
+    if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return true;
+    if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE') return true;
+    if (/Connection terminated|connection terminated|Client has encountered a connection error/.test(message)) return true;
+  }
+  return false;
+}
+
+/**
+ * Runs an idempotent read, retrying while the database is unreachable, up to `timeoutMs`.
+ * Never use it for writes whose acknowledgement could be lost (an append): the caller
+ * decides about those.
+ */
+export async function readWithRetry<T>(read: () => Promise<T>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+    try {
+      return await read();
+    } catch (error) {
+      if (!isTransientDatabaseError(error) || Date.now() + delay > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
   }
 }

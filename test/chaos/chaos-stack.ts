@@ -73,7 +73,8 @@ export async function startChaosStack(name: string, env: Record<string, string> 
     pg,
     workers,
     async startWorker() {
-      const worker = await spawnWorkerProcess(fullEnv, { workflowBundlePath });
+      const worker = await spawnWorkerProcess(fullEnv, { workflowBundlePath, echo: Boolean(process.env.CHAOS_ECHO) });
+      worker.once('exit', (code, signal) => process.env.CHAOS_ECHO && console.log('chaos: worker exited', code, signal));
       workers.add(worker);
       worker.once('exit', () => workers.delete(worker));
       return worker;

@@ -95,6 +95,7 @@ async function row(stack: ChaosStack, base: Pick<ReliabilityRow, 'scenario' | 'f
     lostWrites: report.lostMessages + report.sequenceGaps,
     duplicatedWrites: report.duplicatedMessages,
     errorsToCallers: callers.errors.length,
+    ...(callers.errors.length ? { notes: `${base.notes ? `${base.notes}; ` : ''}first error: ${String((callers.errors[0] as Error).message ?? callers.errors[0]).slice(0, 200)}` } : {}),
   };
 }
 
