@@ -11,7 +11,7 @@ import { buildCandidate, judgeCandidate } from '../compaction/candidate';
 import { planCompaction, type PlanOptions } from '../compaction/plan';
 import { rowToMessage } from '../db/schema';
 import type { Database } from '../db/database';
-import { abortJob, beginJob, closeLineage, commitCompaction, finishJob, lineageOf, sessionMessages, type CompactionJob } from '../db/session-store';
+import { abortJob, beginJob, closeLineage, commitCompaction, finishJob, lineageOf, sessionMessages, type CompactionJob, type SettledJob } from '../db/session-store';
 import type { CompactionMode } from '../workflows/contract';
 import type { Summariser } from './summariser';
 
@@ -63,14 +63,14 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     }
     if (lineage.headSessionId !== input.parentSessionId || lineage.generation !== input.generation) {
       const reason = `the head is ${lineage.headSessionId} (generation ${lineage.generation}); adopting it instead of compacting again`;
-      await finishJob(db, input.jobId, 'stale', { reason });
+      await finishJob(db, input.jobId, record.attempts, 'stale', { reason });
       return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason };
     }
 
     const watermarkSeq = rows.length > 0 ? rows[rows.length - 1].seq : 0;
     const transcript = rows.map(rowToMessage);
     const refuse = async (reason: string, stats: { tokensBefore?: number; tokensAfter?: number } = {}): Promise<CompactSessionResult> => {
-      await finishJob(db, input.jobId, 'refused', { reason, messagesBefore: transcript.length, ...stats });
+      await finishJob(db, input.jobId, record.attempts, 'refused', { reason, messagesBefore: transcript.length, ...stats });
       return { outcome: 'refused', headSessionId: lineage.headSessionId, generation: lineage.generation, reason, messagesBefore: transcript.length, ...stats };
     };
 
@@ -103,20 +103,21 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     const candidate = buildCandidate(plan, summary.text, transcript);
     const verdict = judgeCandidate(transcript, candidate);
     if (!verdict.accepted) {
-      await finishJob(db, input.jobId, 'refused', { reason: verdict.reason, tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter, messagesBefore: transcript.length, messagesAfter: candidate.length, ...usage });
+      await finishJob(db, input.jobId, record.attempts, 'refused', { reason: verdict.reason, tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter, messagesBefore: transcript.length, messagesAfter: candidate.length, ...usage });
       return { outcome: 'refused', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: verdict.reason, tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter };
     }
 
     heartbeat({ phase: 'committing' });
     const committed = await commitCompaction(db, {
       job: input,
+      attempt: record.attempts,
       mode: input.mode,
       watermarkSeq,
       compacted: candidate,
       stats: { tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter, messagesBefore: transcript.length, ...usage },
     });
     if (committed.outcome === 'stale') {
-      await finishJob(db, input.jobId, 'stale', { reason: committed.reason });
+      await finishJob(db, input.jobId, record.attempts, 'stale', { reason: committed.reason });
       return { outcome: 'stale', headSessionId: committed.headSessionId, generation: committed.generation, reason: committed.reason };
     }
     heartbeat({ phase: 'committed', alreadyCommitted: committed.alreadyCommitted });
@@ -136,10 +137,13 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     };
   }
 
-  /** Records a compaction the workflow gave up on (summariser failed for good). */
-  async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<void> {
+  /**
+   * Records a compaction the workflow gave up on (summariser failed for good) and returns
+   * what Postgres holds, which the workflow adopts.
+   */
+  async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<SettledJob> {
     const { reason, ...job } = input;
-    await abortJob(deps.db, job, deps.summariser.model, reason);
+    return abortJob(deps.db, job, deps.summariser.model, reason);
   }
 
   /** Marks the lineage closed in Postgres once the workflow has drained its queue. */

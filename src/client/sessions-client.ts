@@ -72,6 +72,8 @@ export interface CreateSessionOptions {
 export interface AppendOutcome extends store.AppendResult {
   /** The request id of the compaction this append triggered by crossing the threshold. */
   compactionRequestId?: string;
+  /** Set when the append crossed the threshold but the compaction could not be requested. */
+  compactionRequestError?: string;
 }
 
 export interface CompactOptions {
@@ -110,12 +112,12 @@ function isTransientConnectionError(error: unknown): boolean {
 }
 
 /** Maps a failure from the workflow (an Update validator) back to the typed error it was. */
-function userErrorFrom(error: unknown): Error {
+function userErrorFrom(error: unknown, lineageId: string): Error {
   if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {
     const { type, message } = error.cause;
     if (type === 'BackgroundCompactionRejectedError') return new BackgroundCompactionRejectedError();
     if (type === 'InvalidInputError') return new InvalidInputError('request', message.replace(/^invalid request: /, ''));
-    if (type === 'LineageClosedError') return new SessionCompactionError(message);
+    if (type === 'LineageClosedError') return new LineageClosedError(lineageId);
   }
   return error as Error;
 }
@@ -211,11 +213,14 @@ export class SessionsClient {
     const batch = parseMessages(messages, this.messageLimits);
     const appended = await store.appendMessages(this.database.db, sessionId, batch);
     if (!appended.crossedThreshold) return appended;
-    const compactionRequestId = await this.requestCompaction(appended.sessionId, {
-      requestId: `threshold:${appended.sessionId}:${appended.lastLineageSeq}`,
-      trigger: 'threshold',
-    });
-    return { ...appended, compactionRequestId };
+    const requestId = `threshold:${appended.sessionId}:${appended.lastLineageSeq}`;
+    try {
+      await this.requestCompaction(appended.sessionId, { requestId, trigger: 'threshold' });
+      return { ...appended, compactionRequestId: requestId };
+    } catch (error) {
+      // The messages are stored: an error here must not make the caller append them again.
+      return { ...appended, compactionRequestError: `could not request the compaction: ${(error as Error).message}` };
+    }
   }
 
   /**
@@ -236,7 +241,7 @@ export class SessionsClient {
       try {
         return await this.temporal.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation: startWorkflowOperation() });
       } catch (error) {
-        if (!isUpdateLimitError(error)) throw userErrorFrom(error);
+        if (!isUpdateLimitError(error)) throw userErrorFrom(error, lineage.lineageId);
         this.stats.updateLimitFallbacks++;
         return this.compactBySignal(lineage.lineageId, request);
       }
@@ -272,9 +277,17 @@ export class SessionsClient {
   private async compactBySignal(lineageId: string, request: ReturnType<typeof checkCompactRequest>): Promise<CompactResult> {
     const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineageId));
     await handle.signal(compactSignal, { ...request, trigger: 'update' });
-    for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    for (let polls = 1, delay = 50; ; polls++, delay = Math.min(delay * 2, 1000)) {
       const answer = await this.resendWhileUnreachable(() => handle.query(requestResultQuery, request.requestId!));
       if (answer) return answer;
+      // A signal cannot be refused: if the run that got it has ended (closed, or completed
+      // while idle), no answer will come. Say so rather than wait forever.
+      if (polls % 20 === 0) {
+        const { status } = await this.resendWhileUnreachable(() => handle.describe());
+        if (status.name !== 'RUNNING') {
+          throw new SessionCompactionError(`the lineage workflow ended (${status.name}) before answering request ${request.requestId}; send it again with the same requestId`);
+        }
+      }
       await sleep(delay);
     }
   }

@@ -32,7 +32,7 @@ const toolCall = z.strictObject({
   function: z.strictObject({ name: z.string().min(1).max(200), arguments: z.string() }),
 });
 
-const content = z.union([z.string(), z.array(contentPart), z.null()]);
+const content = z.union([z.string(), z.array(contentPart).min(1), z.null()]);
 
 const message = z
   .strictObject({

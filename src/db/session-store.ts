@@ -335,32 +335,50 @@ export async function beginJob(db: Database, job: CompactionJob, model: string):
   return row;
 }
 
-/** Records a job the workflow gave up on; a job that committed stays committed. */
-export async function abortJob(db: Database, job: CompactionJob, model: string, reason: string): Promise<void> {
-  await db
-    .insert(compactions)
-    .values({
-      id: job.jobId,
-      lineageId: job.lineageId,
-      parentSessionId: job.parentSessionId,
-      generation: job.generation + 1,
-      requestIds: job.requestIds,
-      trigger: job.trigger,
-      model,
-      outcome: 'aborted',
-      reason,
-      finishedAt: new Date(),
-    })
-    .onConflictDoUpdate({
-      target: compactions.id,
-      set: { outcome: 'aborted', reason, finishedAt: new Date() },
-      setWhere: sql`${compactions.outcome} <> 'compacted'`,
-    });
+export interface SettledJob {
+  outcome: 'compacted' | 'aborted';
+  headSessionId: string;
+  generation: number;
+}
+
+/**
+ * Records a job the workflow gave up on. Under the lineage lock, so that it is ordered with
+ * any commit of the same job: a job that committed stays committed, and the answer says so,
+ * with the head Postgres holds.
+ */
+export async function abortJob(db: Database, job: CompactionJob, model: string, reason: string): Promise<SettledJob> {
+  return db.transaction(async (tx) => {
+    const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
+    if (!lineage) throw new SessionNotFoundError(job.lineageId);
+    const [row] = await tx
+      .insert(compactions)
+      .values({
+        id: job.jobId,
+        lineageId: job.lineageId,
+        parentSessionId: job.parentSessionId,
+        generation: job.generation + 1,
+        requestIds: job.requestIds,
+        trigger: job.trigger,
+        model,
+        outcome: 'aborted',
+        reason,
+        finishedAt: new Date(),
+      })
+      .onConflictDoUpdate({
+        target: compactions.id,
+        set: { outcome: 'aborted', reason, finishedAt: new Date() },
+        setWhere: sql`${compactions.outcome} <> 'compacted'`,
+      })
+      .returning({ outcome: compactions.outcome });
+    return { outcome: row ? 'aborted' : 'compacted', headSessionId: lineage.headSessionId, generation: lineage.generation };
+  });
 }
 
 export async function finishJob(
   db: Executor,
   jobId: string,
+  /** The attempt ticket from beginJob: only the latest attempt may decide the job. */
+  attempt: number,
   outcome: 'stale' | 'refused' | 'aborted',
   fields: { reason?: string; tokensBefore?: number; tokensAfter?: number; messagesBefore?: number; messagesAfter?: number; promptTokens?: number; completionTokens?: number },
 ): Promise<void> {
@@ -377,12 +395,14 @@ export async function finishJob(
       summariserCompletionTokens: fields.completionTokens,
       finishedAt: new Date(),
     })
-    // A job that committed stays committed: a late or retried attempt cannot overwrite it.
-    .where(and(eq(compactions.id, jobId), sql`${compactions.outcome} <> 'compacted'`));
+    // A job that committed stays committed, and a superseded attempt decides nothing.
+    .where(and(eq(compactions.id, jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`));
 }
 
 export interface CommitInput {
   job: CompactionJob;
+  /** The attempt ticket from beginJob; a superseded attempt may not commit. */
+  attempt?: number;
   mode: CompactionMode;
   watermarkSeq: number;
   compacted: ChatMessage[];
@@ -403,14 +423,10 @@ export type CommitResult =
 export async function commitCompaction(db: Database, input: CommitInput): Promise<CommitResult> {
   const { job } = input;
   return db.transaction(async (tx) => {
-    const [locked] = await tx
-      .select({ lineage: lineages, record: compactions })
-      .from(lineages)
-      .leftJoin(compactions, eq(compactions.id, job.jobId))
-      .where(eq(lineages.id, job.lineageId))
-      .for('update', { of: lineages });
-    if (!locked) throw new SessionNotFoundError(job.lineageId);
-    const { lineage, record } = locked;
+    const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
+    if (!lineage) throw new SessionNotFoundError(job.lineageId);
+    // A statement of its own after the lineage lock, so it reads the job's latest state.
+    const [record] = await tx.select().from(compactions).where(eq(compactions.id, job.jobId)).for('update');
     if (record?.outcome === 'compacted') {
       return {
         outcome: 'compacted',
@@ -420,6 +436,9 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
         messagesAfter: record.messagesAfter ?? 0,
         alreadyCommitted: true,
       };
+    }
+    if (record && input.attempt !== undefined && record.attempts !== input.attempt) {
+      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: `attempt ${input.attempt} was superseded by attempt ${record.attempts}` };
     }
     if (record && record.outcome !== 'running') {
       // The job was already decided (refused, stale or aborted): a late attempt may not commit it.
@@ -468,7 +487,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
     if (input.mode === 'rotate') {
       const ended = await tx
         .update(sessions)
-        .set({ endedAt: new Date(), endReason: 'compression' })
+        .set({ endedAt: sql`clock_timestamp()`, endReason: 'compression' })
         .where(and(eq(sessions.id, job.parentSessionId), isNull(sessions.endedAt)))
         .returning({ id: sessions.id });
       if (ended.length !== 1) throw new Error(`parent ${job.parentSessionId} was not live at commit; rolling back`);

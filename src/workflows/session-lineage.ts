@@ -103,7 +103,9 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
     if (isKnown(requestId)) return requestId; // a retry: answered once, never run twice
     const queued: QueuedRequest = { ...request, requestId, trigger: request.trigger ?? via };
     if (inFlight && queued.sessionId === inFlight.sessionId) inFlight.requests.push(queued);
-    else if (queued.sessionId !== head) answer(queued, staleResult());
+    // While a job runs, Postgres may already have a newer head than `head`: wait for the
+    // job's answer before judging a request for another session stale.
+    else if (queued.sessionId !== head && !inFlight) answer(queued, staleResult());
     else queue.push(queued);
     showProgress();
     return requestId;
@@ -215,7 +217,18 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
       if (!(error instanceof ActivityFailure)) throw error;
       const cause = rootCause(error) ?? 'unknown failure';
       const reason = `summariser failed: ${cause}`;
-      await recordAbortedCompaction({ ...base, requestIds: job.requests.map((r) => r.requestId), reason });
+      const settled = await recordAbortedCompaction({ ...base, requestIds: job.requests.map((r) => r.requestId), reason });
+      // A lost attempt may have committed before the abort was recorded: Postgres decides.
+      // (Histories recorded before this returned a value replay with `settled` undefined.)
+      if (settled) {
+        head = settled.headSessionId;
+        generation = settled.generation;
+        if (settled.outcome === 'compacted') {
+          compactions++;
+          compactionsThisRun++;
+          return { outcome: 'compacted', sessionId: head, previousSessionId: mode === 'rotate' ? job.sessionId : undefined, generation };
+        }
+      }
       return { outcome: 'aborted', sessionId: head, generation, reason };
     }
     head = result.headSessionId;
@@ -258,6 +271,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
       const answered = [...results.values()].slice(-REMEMBERED_RESULTS);
       await continueAsNew<typeof sessionLineageWorkflow>({
         ...input,
+        settings,
         headSessionId: head,
         generation,
         carried: { queue, answered, jobCounter, compactions },

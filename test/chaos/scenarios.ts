@@ -124,7 +124,7 @@ export async function workerKilledMidSummary(size: { sessions: number }): Promis
       await callers.send(() => stack.client.compact(answer.sessionId));
     }
     const perGeneration = await commitsPerLineage(stack);
-    return row(stack, { scenario: 'worker SIGKILLed mid-summary', faults: `1 worker kill during ${size.sessions} summaries`, recoverySeconds: seconds(recovery), notes: `commits per (lineage, generation): max ${Math.max(...perGeneration)}` }, callers);
+    return await row(stack, { scenario: 'worker SIGKILLed mid-summary', faults: `1 worker kill during ${size.sessions} summaries`, recoverySeconds: seconds(recovery), notes: `commits per (lineage, generation): max ${Math.max(...perGeneration)}` }, callers);
   } finally {
     await stack.close();
   }
@@ -145,7 +145,7 @@ export async function temporalKilledMidCompaction(size: { sessions: number }): P
     await sleep(1500);
     await stack.restartTemporal();
     await callers.settle();
-    return row(stack, { scenario: 'Temporal server SIGKILLed mid-compaction', faults: `server killed for 1.5 s during ${size.sessions} summaries`, recoverySeconds: seconds(Date.now() - killedAt) }, callers);
+    return await row(stack, { scenario: 'Temporal server SIGKILLed mid-compaction', faults: `server killed for 1.5 s during ${size.sessions} summaries`, recoverySeconds: seconds(Date.now() - killedAt) }, callers);
   } finally {
     await stack.close();
   }
@@ -181,7 +181,7 @@ export async function postgresRestartedMidCommit(size: { sessions: number }): Pr
     await stack.pg.start();
     await callers.settle();
     const perGeneration = await commitsPerLineage(stack);
-    return row(stack, { scenario: 'Postgres restarted mid-commit', faults: `restart (1 s down) during an open commit, ${size.sessions} compactions`, recoverySeconds: seconds(Date.now() - stoppedAt), notes: `commits per (lineage, generation): max ${Math.max(...perGeneration)}` }, callers);
+    return await row(stack, { scenario: 'Postgres restarted mid-commit', faults: `restart (1 s down) during an open commit, ${size.sessions} compactions`, recoverySeconds: seconds(Date.now() - stoppedAt), notes: `commits per (lineage, generation): max ${Math.max(...perGeneration)}` }, callers);
   } finally {
     await stack.close();
   }
@@ -208,7 +208,7 @@ export async function llmFaults(): Promise<ReliabilityRow> {
       const answer = await callers.send(() => stack.client.compact(ids[i]));
       if (answer?.outcome !== fault.expect) unexpected.push(`${fault.name}: ${answer?.outcome}`);
     }
-    return row(stack, { scenario: 'LLM faults', faults: faults.map((f) => f.name).join(', '), recoverySeconds: null, notes: unexpected.length ? `unexpected: ${unexpected.join('; ')}` : '401 aborted, the rest compacted' }, callers);
+    return await row(stack, { scenario: 'LLM faults', faults: faults.map((f) => f.name).join(', '), recoverySeconds: null, notes: unexpected.length ? `unexpected: ${unexpected.join('; ')}` : '401 aborted, the rest compacted' }, callers);
   } finally {
     await stack.close();
   }
@@ -309,7 +309,7 @@ function badSessionId(r: ReturnType<typeof prng>): unknown {
   const options: Array<() => unknown> = [
     () => r.pick(ODD_STRINGS),
     () => r.pick(ODD_VALUES.filter((v) => typeof v !== 'string')),
-    () => `ok${r.pick(['/', ' ', "'", ';', '\u0000', '..', '*', '?', '#', '\u202e'])}id`,
+    () => `ok${r.pick(['/', ' ', "'", ';', '\u0000', '*', '?', '#', '\u202e'])}id`,
     () => 'a'.repeat(129 + r.int(1000)),
     () => `chat--g${r.int(9)}`, // reserved for children: bad only when creating
   ];
