@@ -88,7 +88,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     worker: {
       shutdownGraceTimeMs: intFrom(env, 'WORKER_SHUTDOWN_GRACE_MS', 30_000),
-      maxCachedWorkflows: intFrom(env, 'WORKER_MAX_CACHED_WORKFLOWS', 10_000),
+      maxCachedWorkflows: intFrom(env, 'WORKER_MAX_CACHED_WORKFLOWS', 2_000),
       maxConcurrentWorkflowTaskExecutions: intFrom(env, 'WORKER_MAX_CONCURRENT_WORKFLOW_TASKS', 40),
       maxConcurrentActivityTaskExecutions: intFrom(env, 'WORKER_MAX_CONCURRENT_ACTIVITIES', 100),
       maxConcurrentLocalActivityExecutions: intFrom(env, 'WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES', 100),

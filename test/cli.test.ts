@@ -2,22 +2,15 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/config';
-import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
+import { conversation, uniqueId, useTestStack } from './support/stack';
 
 const run = promisify(execFile);
-let stack: TestStack;
-
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useTestStack();
 
 async function sessions(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string; json: any }> {
-  const child = run(process.execPath, [path.join(PROJECT_ROOT, 'bin/sessions.js'), ...args], { env: { ...process.env, ...stack.env }, cwd: PROJECT_ROOT });
+  const child = run(process.execPath, [path.join(PROJECT_ROOT, 'bin/sessions.js'), ...args], { env: { ...process.env, ...stack().env }, cwd: PROJECT_ROOT });
   if (input !== undefined) {
     child.child.stdin!.end(input);
   }

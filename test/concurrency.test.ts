@@ -4,35 +4,23 @@
  * independent client processes racing, and writers that bypass the workflow entirely.
  */
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SessionsClient } from '../src/client';
-import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
+import { childrenOf, conversation, uniqueId, useTestStack } from './support/stack';
 
-let stack: TestStack;
+const stack = useTestStack();
 
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.close();
-});
-beforeEach(() => stack.llm.reset());
-
-async function childrenOf(parentId: string): Promise<string[]> {
-  const rows = await stack.db.db.execute(sql`select id from sessions where parent_session_id = ${parentId}`);
-  return rows.rows.map((r) => String((r as { id: string }).id));
-}
 
 async function newSession(): Promise<string> {
   const sessionId = uniqueId('c');
-  await stack.client.createSession({ sessionId, source: 'slack' });
-  await stack.client.append(sessionId, conversation(15));
+  await stack().client.createSession({ sessionId, source: 'slack' });
+  await stack().client.append(sessionId, conversation(15));
   return sessionId;
 }
 
 async function resultOf(sessionId: string, requestId: string) {
   for (let i = 0; i < 300; i++) {
-    const answer = await stack.client.result(sessionId, requestId);
+    const answer = await stack().client.result(sessionId, requestId);
     if (answer) return answer;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -43,16 +31,16 @@ describe('concurrent compactions of one head', () => {
   it('50 requests at once, Updates and signals mixed: one rotation, every caller gets the committed result', async () => {
     const root = await newSession();
     // A summary that takes a while, as a real one does: every request arrives while it runs.
-    stack.llm.setDefault({ delayMs: 1500 });
+    stack().llm.setDefault({ delayMs: 1500 });
     const updates: Array<Promise<Awaited<ReturnType<SessionsClient['compact']>>>> = [];
     const signalIds: Array<Promise<string>> = [];
     for (let i = 0; i < 50; i++) {
-      if (i % 3 === 2) signalIds.push(stack.client.requestCompaction(root, { requestId: `sig-${i}` }));
-      else updates.push(stack.client.compact(root, { requestId: `upd-${i}` }));
+      if (i % 3 === 2) signalIds.push(stack().client.requestCompaction(root, { requestId: `sig-${i}` }));
+      else updates.push(stack().client.compact(root, { requestId: `upd-${i}` }));
     }
     const answers = await Promise.all(updates);
     // More Updates than the server admits at once (10): the rest went by signal, unseen by callers.
-    expect(stack.client.stats.updateLimitFallbacks).toBeGreaterThan(0);
+    expect(stack().client.stats.updateLimitFallbacks).toBeGreaterThan(0);
     const child = `${root}--g1`;
     expect(answers).toHaveLength(34);
     for (const answer of answers) {
@@ -62,19 +50,19 @@ describe('concurrent compactions of one head', () => {
     for (const requestId of await Promise.all(signalIds)) {
       expect(await resultOf(root, requestId)).toMatchObject({ outcome: 'compacted', sessionId: child });
     }
-    expect(await childrenOf(root)).toEqual([child]);
-    expect(stack.llm.requests).toHaveLength(1);
-    expect(await stack.client.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0 });
+    expect(await childrenOf(stack(), root)).toEqual([child]);
+    expect(stack().llm.requests).toHaveLength(1);
+    expect(await stack().client.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0 });
   });
 
   it('two independent clients (the reference incident: main turn and review fork) rotate at most once', async () => {
     const root = await newSession();
-    stack.llm.setDefault({ delayMs: 300 });
-    const other = await SessionsClient.connect({ config: stack.config });
+    stack().llm.setDefault({ delayMs: 300 });
+    const other = await SessionsClient.connect({ config: stack().config });
     try {
-      const [a, b] = await Promise.all([stack.client.compact(root), other.compact(root)]);
+      const [a, b] = await Promise.all([stack().client.compact(root), other.compact(root)]);
       expect(a.sessionId).toBe(b.sessionId);
-      expect(await childrenOf(root)).toEqual([a.sessionId]);
+      expect(await childrenOf(stack(), root)).toEqual([a.sessionId]);
       expect([a.outcome, b.outcome]).toEqual(['compacted', 'compacted']);
     } finally {
       await other.close();
@@ -83,39 +71,39 @@ describe('concurrent compactions of one head', () => {
 
   it('requests for successive heads run one after another, each on the head it names', async () => {
     const root = await newSession();
-    const first = await stack.client.compact(root);
-    await stack.client.append(first.sessionId, conversation(15).slice(1));
-    const [second, late] = await Promise.all([stack.client.compact(first.sessionId), stack.client.compact(root)]);
+    const first = await stack().client.compact(root);
+    await stack().client.append(first.sessionId, conversation(15).slice(1));
+    const [second, late] = await Promise.all([stack().client.compact(first.sessionId), stack().client.compact(root)]);
     expect(second).toMatchObject({ outcome: 'compacted', sessionId: `${root}--g2`, previousSessionId: first.sessionId });
     expect(late.outcome).toBe('stale');
-    expect(await childrenOf(root)).toEqual([first.sessionId]);
-    expect(await childrenOf(first.sessionId)).toEqual([second.sessionId]);
+    expect(await childrenOf(stack(), root)).toEqual([first.sessionId]);
+    expect(await childrenOf(stack(), first.sessionId)).toEqual([second.sessionId]);
   });
 });
 
 describe('writers that bypass the workflow', () => {
   it('cannot give a parent a second child', async () => {
     const root = await newSession();
-    const { sessionId: child } = await stack.client.compact(root);
+    const { sessionId: child } = await stack().client.compact(root);
     await expect(
-      stack.db.db.execute(sql`insert into sessions (id, lineage_id, parent_session_id, generation) values (${`${root}-rogue`}, ${root}, ${root}, 1)`),
+      stack().db.db.execute(sql`insert into sessions (id, lineage_id, parent_session_id, generation) values (${`${root}-rogue`}, ${root}, ${root}, 1)`),
     ).rejects.toMatchObject({ cause: { constraint: 'sessions_one_child_per_parent' } });
-    expect(await childrenOf(root)).toEqual([child]);
+    expect(await childrenOf(stack(), root)).toEqual([child]);
   });
 
   it('cannot write into an ended session', async () => {
     const root = await newSession();
-    await stack.client.compact(root);
+    await stack().client.compact(root);
     await expect(
-      stack.db.db.execute(sql`insert into messages (session_id, seq, role, content, token_estimate) values (${root}, 1000, 'user', '"late"', 3)`),
+      stack().db.db.execute(sql`insert into messages (session_id, seq, role, content, token_estimate) values (${root}, 1000, 'user', '"late"', 3)`),
     ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/has ended/) } });
   });
 
   it('an append addressed to the rotated parent lands in the head', async () => {
     const root = await newSession();
-    const { sessionId: head } = await stack.client.compact(root);
-    const appended = await stack.client.append(root, [{ role: 'user', content: 'written to the old id' }]);
+    const { sessionId: head } = await stack().client.compact(root);
+    const appended = await stack().client.append(root, [{ role: 'user', content: 'written to the old id' }]);
     expect(appended.sessionId).toBe(head);
-    expect((await stack.client.transcript(head)).messages.at(-1)).toMatchObject({ role: 'user', content: 'written to the old id' });
+    expect((await stack().client.transcript(head)).messages.at(-1)).toMatchObject({ role: 'user', content: 'written to the old id' });
   });
 });

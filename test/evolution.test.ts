@@ -9,23 +9,16 @@ import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/config';
 import { LineageClosedError } from '../src/errors';
 import { lineageWorkflowId } from '../src/workflows/contract';
 import { PATCH_CLOSE_MARKS_LINEAGE } from '../src/workflows/session-lineage';
-import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
+import { conversation, uniqueId, useTestStack } from './support/stack';
 
 // Recorded before the close path changed; kept apart from the re-recordable histories.
 const recorded = () => historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, 'replay/fixed/rotation-before-close-patch.json'), 'utf8')));
-let stack: TestStack;
-
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useTestStack();
 
 describe('evolving the workflow with patched()', () => {
   it('a history recorded before the change replays on today code', async () => {
@@ -50,19 +43,19 @@ describe('evolving the workflow with patched()', () => {
 
   it('new executions take the new path: closing marks the lineage closed', async () => {
     const id = uniqueId('ev');
-    await stack.client.createSession({ sessionId: id });
-    await stack.client.append(id, conversation(12));
-    const { sessionId: head } = await stack.client.compact(id);
-    await stack.client.closeSession(head);
+    await stack().client.createSession({ sessionId: id });
+    await stack().client.append(id, conversation(12));
+    const { sessionId: head } = await stack().client.compact(id);
+    await stack().client.closeSession(head);
 
-    const history = await stack.temporal.workflow.getHandle(lineageWorkflowId(id)).fetchHistory();
+    const history = await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).fetchHistory();
     const markers = (history.events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch');
     expect(markers).toHaveLength(1);
     const patchData = markers[0].markerRecordedEventAttributes?.details?.["patch-data"]?.payloads?.[0]?.data;
     expect(JSON.parse(Buffer.from(patchData!).toString('utf8'))).toMatchObject({ id: PATCH_CLOSE_MARKS_LINEAGE });
-    const [lineage] = (await stack.db.db.execute(sql`select closed_at from lineages where id = ${id}`)).rows as Array<{ closed_at: Date | null }>;
+    const [lineage] = (await stack().db.db.execute(sql`select closed_at from lineages where id = ${id}`)).rows as Array<{ closed_at: Date | null }>;
     expect(lineage.closed_at).not.toBeNull();
-    await expect(stack.client.append(head, [{ role: 'user', content: 'after close' }])).rejects.toBeInstanceOf(LineageClosedError);
-    await expect(stack.client.compact(head)).rejects.toBeInstanceOf(LineageClosedError);
+    await expect(stack().client.append(head, [{ role: 'user', content: 'after close' }])).rejects.toBeInstanceOf(LineageClosedError);
+    await expect(stack().client.compact(head)).rejects.toBeInstanceOf(LineageClosedError);
   });
 });

@@ -3,23 +3,16 @@
  * timeout and restart from Postgres' state, and closing.
  */
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SessionsClient } from '../src/client';
 import { lineageWorkflowId } from '../src/workflows/contract';
-import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
+import { conversation, uniqueId, useTestStack } from './support/stack';
 
-let stack: TestStack;
-
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.close();
-});
+const stack = useTestStack();
 
 async function runsOf(lineageId: string): Promise<Array<{ runId: string; status: string }>> {
   const runs: Array<{ runId: string; status: string }> = [];
-  for await (const wf of stack.temporal.workflow.list({ query: `WorkflowId = '${lineageWorkflowId(lineageId)}'` })) runs.push({ runId: wf.runId, status: wf.status.name });
+  for await (const wf of stack().temporal.workflow.list({ query: `WorkflowId = '${lineageWorkflowId(lineageId)}'` })) runs.push({ runId: wf.runId, status: wf.status.name });
   return runs;
 }
 
@@ -34,12 +27,12 @@ async function answerOf(client: SessionsClient, sessionId: string, requestId: st
 
 describe('continue-as-new', () => {
   it('requests arriving across run boundaries are none lost, none run twice, retries answered from carried state', async () => {
-    const client = await SessionsClient.connect({ config: stack.config, database: stack.db, settings: { maxCompactionsPerRun: 2 } });
+    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { maxCompactionsPerRun: 2 } });
     try {
       const root = uniqueId('can');
       await client.createSession({ sessionId: root });
       await client.append(root, conversation(10));
-      stack.llm.setDefault({ delayMs: 50 });
+      stack().llm.setDefault({ delayMs: 50 });
       const answered = new Map<string, { outcome: string; sessionId: string }>();
       const signalled: Array<{ sessionId: string; requestId: string }> = [];
       let head = root;
@@ -66,15 +59,15 @@ describe('continue-as-new', () => {
       expect(runs.length).toBeGreaterThanOrEqual(4);
       expect(runs.filter((r) => r.status === 'RUNNING')).toHaveLength(1);
       // Each request id appears in exactly one audit row; eight compactions, eight generations.
-      const rows = (await stack.db.db.execute(sql`select request_ids, outcome, generation from compactions where lineage_id = ${root} order by started_at`)).rows as Array<{ request_ids: string[]; outcome: string; generation: number }>;
+      const rows = (await stack().db.db.execute(sql`select request_ids, outcome, generation from compactions where lineage_id = ${root} order by started_at`)).rows as Array<{ request_ids: string[]; outcome: string; generation: number }>;
       const ids = rows.flatMap((r) => r.request_ids);
       expect(new Set(ids).size).toBe(ids.length);
       expect(rows.filter((r) => r.outcome === 'compacted').map((r) => r.generation)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
-      expect(stack.llm.requests).toHaveLength(8);
+      expect(stack().llm.requests).toHaveLength(8);
       const state = await client.state(root);
       expect(state).toMatchObject({ headSessionId: head, generation: 8, compactions: 8 });
     } finally {
-      stack.llm.setDefault({});
+      stack().llm.setDefault({});
       await client.close();
     }
   });
@@ -82,7 +75,7 @@ describe('continue-as-new', () => {
 
 describe('idle lineages', () => {
   it('complete after the idle timeout and start again from Postgres on the next request', async () => {
-    const client = await SessionsClient.connect({ config: stack.config, database: stack.db, settings: { idleTimeoutMs: 1000 } });
+    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { idleTimeoutMs: 1000 } });
     try {
       const root = uniqueId('idle');
       await client.createSession({ sessionId: root });

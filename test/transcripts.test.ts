@@ -5,34 +5,26 @@
  */
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { commitCompaction } from '../src/db/session-store';
 import { InvalidInputError, SessionConflictError, SessionNotFoundError } from '../src/errors';
 import { lineageWorkflowId } from '../src/workflows/contract';
-import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
+import { conversation, uniqueId, useTestStack } from './support/stack';
 
-let stack: TestStack;
+const stack = useTestStack();
 
-beforeAll(async () => {
-  stack = await startTestStack();
-});
-afterAll(async () => {
-  await stack?.close();
-});
-beforeEach(() => stack.llm.reset());
-
-const rowsOf = async (query: ReturnType<typeof sql>) => (await stack.db.db.execute(query)).rows as Array<Record<string, any>>;
+const rowsOf = async (query: ReturnType<typeof sql>) => (await stack().db.db.execute(query)).rows as Array<Record<string, any>>;
 
 describe('transcripts stay out of workflow history', () => {
   it('a 10,000-message session compacts with the same history size as a 100-message one', async () => {
     const sizes: number[] = [];
     for (const [id, count] of [['size-a', 100], ['size-b', 10_000]] as const) {
-      await stack.client.createSession({ sessionId: id });
+      await stack().client.createSession({ sessionId: id });
       const all = Array.from({ length: count }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}: ${'lorem ipsum '.repeat(6)}` }));
-      for (let i = 0; i < all.length; i += 1000) await stack.client.append(id, all.slice(i, i + 1000));
-      stack.llm.script({ text: 'Goal: keep going. Completed: a great deal.' });
-      expect((await stack.client.compact(id, { requestId: 'same-length-id' })).outcome).toBe('compacted');
-      const history = await stack.temporal.workflow.getHandle(lineageWorkflowId(id)).fetchHistory();
+      for (let i = 0; i < all.length; i += 1000) await stack().client.append(id, all.slice(i, i + 1000));
+      stack().llm.script({ text: 'Goal: keep going. Completed: a great deal.' });
+      expect((await stack().client.compact(id, { requestId: 'same-length-id' })).outcome).toBe('compacted');
+      const history = await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).fetchHistory();
       sizes.push(historyToJSON(history).length);
     }
     // Only the digits of counts in the result (messages and tokens before) may differ.
@@ -47,15 +39,15 @@ async function appendWhileCompacting(root: string, compactions: number) {
   const writer = async (w: number) => {
     for (let n = 0; writing; n++) {
       const marker = `w${w}-${n}`;
-      await stack.client.append(root, [{ role: 'user', content: `${marker} please continue` }, { role: 'assistant', content: `ack ${marker}` }]);
+      await stack().client.append(root, [{ role: 'user', content: `${marker} please continue` }, { role: 'assistant', content: `ack ${marker}` }]);
       acked.push(marker);
     }
   };
   const writers = [0, 1, 2].map(writer);
   let committed = 0;
   for (let i = 0; i < compactions * 3 && committed < compactions; i++) {
-    const head = (await stack.client.transcript(root)).sessionId;
-    const result = await stack.client.compact(head, { force: true });
+    const head = (await stack().client.transcript(root)).sessionId;
+    const result = await stack().client.compact(head, { force: true });
     if (result.outcome === 'compacted') committed++;
   }
   writing = false;
@@ -64,7 +56,7 @@ async function appendWhileCompacting(root: string, compactions: number) {
 }
 
 async function expectNothingLost(root: string, acked: string[]) {
-  const report = await stack.client.audit();
+  const report = await stack().client.audit();
   expect(report).toMatchObject({ lostMessages: 0, duplicatedMessages: 0, sequenceGaps: 0, forks: 0, orphans: 0, writesAfterEnd: 0 });
   // Independently of the audit: each acknowledged append is in the database exactly once as
   // an appended row, and the head's carried or appended rows are in append order.
@@ -84,9 +76,9 @@ async function expectNothingLost(root: string, acked: string[]) {
 describe('no lost write', () => {
   it.each(['rotate', 'in_place'] as const)('appends during many compactions (%s) are all kept, once, in order', async (mode) => {
     const root = uniqueId(`nl-${mode}`);
-    await stack.client.createSession({ sessionId: root, mode });
-    await stack.client.append(root, conversation(10));
-    stack.llm.setDefault({ delayMs: 150 }); // summaries take long enough for appends to land meanwhile
+    await stack().client.createSession({ sessionId: root, mode });
+    await stack().client.append(root, conversation(10));
+    stack().llm.setDefault({ delayMs: 150 }); // summaries take long enough for appends to land meanwhile
     const { acked, committed } = await appendWhileCompacting(root, 6);
     expect(committed).toBe(6);
     expect(acked.length).toBeGreaterThan(20);
@@ -100,31 +92,31 @@ describe('no lost write', () => {
 describe('in-place mode', () => {
   it('keeps the session id, archives the old rows and advances the generation', async () => {
     const id = uniqueId('ip');
-    await stack.client.createSession({ sessionId: id, mode: 'in_place' });
-    await stack.client.append(id, conversation(12));
-    const before = (await stack.client.transcript(id)).messages;
-    const result = await stack.client.compact(id);
+    await stack().client.createSession({ sessionId: id, mode: 'in_place' });
+    await stack().client.append(id, conversation(12));
+    const before = (await stack().client.transcript(id)).messages;
+    const result = await stack().client.compact(id);
     expect(result).toMatchObject({ outcome: 'compacted', sessionId: id, generation: 1 });
     expect(result.previousSessionId).toBeUndefined();
-    const after = await stack.client.transcript(id, { includeArchived: true });
+    const after = await stack().client.transcript(id, { includeArchived: true });
     expect(after.messages.length).toBeLessThan(before.length);
     expect(after.archived!.map(({ archivedAt: _a, ...m }) => m)).toEqual(before);
-    expect((await stack.client.transcript(id)).messages).toEqual(after.messages);
+    expect((await stack().client.transcript(id)).messages).toEqual(after.messages);
     const [session] = await rowsOf(sql`select generation, ended_at from sessions where id = ${id}`);
     expect(session).toMatchObject({ generation: 1, ended_at: null });
-    expect((await stack.client.lineage(id)).sessions).toHaveLength(1);
+    expect((await stack().client.lineage(id)).sessions).toHaveLength(1);
   });
 
   it('a retried commit of the same job writes nothing more', async () => {
     const id = uniqueId('ip');
-    await stack.client.createSession({ sessionId: id, mode: 'in_place' });
-    await stack.client.append(id, conversation(6));
+    await stack().client.createSession({ sessionId: id, mode: 'in_place' });
+    await stack().client.append(id, conversation(6));
     const job = { jobId: `${id}/retry-test`, lineageId: id, parentSessionId: id, generation: 0, requestIds: ['r'], trigger: 'update' };
     const input = { job, mode: 'in_place' as const, watermarkSeq: 5, compacted: [{ role: 'user' as const, content: 'compacted' }], stats: { tokensBefore: 100, tokensAfter: 10, messagesBefore: 25 } };
-    const first = await commitCompaction(stack.db.db, input);
+    const first = await commitCompaction(stack().db.db, input);
     const count = async () => (await rowsOf(sql`select count(*)::int as n from messages where session_id = ${id}`))[0].n;
     const rowsAfterFirst = await count();
-    const second = await commitCompaction(stack.db.db, input);
+    const second = await commitCompaction(stack().db.db, input);
     expect(first).toMatchObject({ outcome: 'compacted', alreadyCommitted: false, carried: 20 });
     expect(second).toMatchObject({ outcome: 'compacted', alreadyCommitted: true });
     expect(await count()).toBe(rowsAfterFirst);
@@ -134,45 +126,45 @@ describe('in-place mode', () => {
 describe('validation', () => {
   it('creating a session is idempotent with the same parameters and a conflict otherwise', async () => {
     const id = uniqueId('v');
-    await stack.client.createSession({ sessionId: id, source: 'slack' });
-    await expect(stack.client.createSession({ sessionId: id, source: 'slack' })).resolves.toMatchObject({ sessionId: id });
-    await expect(stack.client.createSession({ sessionId: id, source: 'discord' })).rejects.toBeInstanceOf(SessionConflictError);
-    await expect(stack.client.createSession({ sessionId: id, source: 'slack', mode: 'in_place' })).rejects.toBeInstanceOf(SessionConflictError);
+    await stack().client.createSession({ sessionId: id, source: 'slack' });
+    await expect(stack().client.createSession({ sessionId: id, source: 'slack' })).resolves.toMatchObject({ sessionId: id });
+    await expect(stack().client.createSession({ sessionId: id, source: 'discord' })).rejects.toBeInstanceOf(SessionConflictError);
+    await expect(stack().client.createSession({ sessionId: id, source: 'slack', mode: 'in_place' })).rejects.toBeInstanceOf(SessionConflictError);
   });
 
   it('a batch with one bad message writes nothing; an unknown session is not found', async () => {
     const id = uniqueId('v');
-    await stack.client.createSession({ sessionId: id });
+    await stack().client.createSession({ sessionId: id });
     const batch = [{ role: 'user', content: 'fine' }, { role: 'tool', content: 'no call id' }];
-    await expect(stack.client.append(id, batch)).rejects.toMatchObject({ name: 'InvalidInputError', field: 'messages[1].tool_call_id' });
-    expect((await stack.client.transcript(id)).messages).toEqual([]);
-    await expect(stack.client.append('nobody', [{ role: 'user', content: 'x' }])).rejects.toBeInstanceOf(SessionNotFoundError);
-    await expect(stack.client.append('../etc', [{ role: 'user', content: 'x' }])).rejects.toBeInstanceOf(InvalidInputError);
+    await expect(stack().client.append(id, batch)).rejects.toMatchObject({ name: 'InvalidInputError', field: 'messages[1].tool_call_id' });
+    expect((await stack().client.transcript(id)).messages).toEqual([]);
+    await expect(stack().client.append('nobody', [{ role: 'user', content: 'x' }])).rejects.toBeInstanceOf(SessionNotFoundError);
+    await expect(stack().client.append('../etc', [{ role: 'user', content: 'x' }])).rejects.toBeInstanceOf(InvalidInputError);
   });
 });
 
 describe('the threshold trigger', () => {
   it('requests a compaction when an append crosses the threshold, once per crossing', async () => {
     const id = uniqueId('th');
-    await stack.client.createSession({ sessionId: id, compactAtTokens: 1500 });
-    const small = await stack.client.append(id, conversation(3));
+    await stack().client.createSession({ sessionId: id, compactAtTokens: 1500 });
+    const small = await stack().client.append(id, conversation(3));
     expect(small.crossedThreshold).toBe(false);
     expect(small.compactionRequestId).toBeUndefined();
 
-    stack.llm.script({ text: 'way too long '.repeat(5000) }); // refused: the head stays above the threshold
-    const crossing = await stack.client.append(id, conversation(12).slice(1));
+    stack().llm.script({ text: 'way too long '.repeat(5000) }); // refused: the head stays above the threshold
+    const crossing = await stack().client.append(id, conversation(12).slice(1));
     expect(crossing.crossedThreshold).toBe(true);
     let answer = null;
     for (let i = 0; i < 100 && !answer; i++) {
-      answer = await stack.client.result(id, crossing.compactionRequestId!);
+      answer = await stack().client.result(id, crossing.compactionRequestId!);
       if (!answer) await new Promise((r) => setTimeout(r, 100));
     }
     expect(answer).toMatchObject({ outcome: 'refused' });
 
     // Still above the threshold: further appends do not fire again (no compaction loop).
-    const after = await stack.client.append(id, conversation(2).slice(1));
+    const after = await stack().client.append(id, conversation(2).slice(1));
     expect(after.crossedThreshold).toBe(false);
-    expect(stack.llm.requests).toHaveLength(1);
+    expect(stack().llm.requests).toHaveLength(1);
     const [row] = await rowsOf(sql`select trigger from compactions where lineage_id = ${id}`);
     expect(row.trigger).toBe('threshold');
   });
@@ -181,26 +173,26 @@ describe('the threshold trigger', () => {
 describe('the audit', () => {
   it('detects a lost carried message and a duplicated one', async () => {
     const root = uniqueId('sab');
-    await stack.client.createSession({ sessionId: root });
-    await stack.client.append(root, conversation(10));
-    stack.llm.setDefault({ delayMs: 300 });
-    const pending = stack.client.compact(root);
-    await stack.llm.waitForRequests(1);
-    await stack.client.append(root, [{ role: 'user', content: 'sent during the summary' }]);
+    await stack().client.createSession({ sessionId: root });
+    await stack().client.append(root, conversation(10));
+    stack().llm.setDefault({ delayMs: 300 });
+    const pending = stack().client.compact(root);
+    await stack().llm.waitForRequests(1);
+    await stack().client.append(root, [{ role: 'user', content: 'sent during the summary' }]);
     const { sessionId: head } = await pending;
     const [copy] = await rowsOf(sql`select id from messages where session_id = ${head} and origin_message_id is not null`);
     expect(copy).toBeDefined();
 
-    const before = await stack.client.audit();
+    const before = await stack().client.audit();
     // Sabotage: the carried copy vanishes, and an appended row is written twice.
-    await stack.db.db.execute(sql`delete from messages where id = ${copy.id}`);
-    expect((await stack.client.audit()).lostMessages).toBe(before.lostMessages + 1);
-    const appended = await stack.client.append(head, [{ role: 'user', content: 'appended once' }]);
-    await stack.db.db.execute(sql`
+    await stack().db.db.execute(sql`delete from messages where id = ${copy.id}`);
+    expect((await stack().client.audit()).lostMessages).toBe(before.lostMessages + 1);
+    const appended = await stack().client.append(head, [{ role: 'user', content: 'appended once' }]);
+    await stack().db.db.execute(sql`
       insert into messages (session_id, seq, role, content, token_estimate, lineage_seq)
       select session_id, seq + 1000, role, content, token_estimate, lineage_seq from messages
       where session_id = ${head} and seq = ${appended.lastSeq}`);
-    const tampered = await stack.client.audit();
+    const tampered = await stack().client.audit();
     expect(tampered.duplicatedMessages).toBe(before.duplicatedMessages + 1);
   });
 });

@@ -44,7 +44,7 @@ import {
   stateQuery,
 } from '../workflows/contract';
 import { CompactionCount, SessionHead, SessionLineage, SessionSource } from '../workflows/search-attributes';
-import type { LineageSettings } from '../workflows/settings';
+import { DEFAULT_LINEAGE_SETTINGS, type LineageSettings } from '../workflows/settings';
 import type { sessionLineageWorkflow } from '../workflows/session-lineage';
 import type { ChatMessage } from '../compaction/messages';
 
@@ -135,7 +135,7 @@ export class SessionsClient {
     private readonly temporal: Client,
     private readonly database: DatabaseHandle,
     private readonly owned: { connection?: Connection; database?: DatabaseHandle },
-    private readonly settings: Partial<LineageSettings>,
+    private readonly settings: LineageSettings,
     private readonly messageLimits: MessageLimits,
     unreachableTimeoutMs = 120_000,
   ) {
@@ -162,7 +162,10 @@ export class SessionsClient {
     const database = options.database ?? openDatabase(config.databaseUrl);
     const codec = codecFromKeys(config.payloadEncryptionKeys);
     const temporal = new Client({ connection, namespace: config.temporal.namespace, ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}) });
-    const settings: Partial<LineageSettings> = {
+    // Every setting is fixed in the lineage's start input, so a later change of a default
+    // cannot change how an open lineage's history replays.
+    const settings: LineageSettings = {
+      ...DEFAULT_LINEAGE_SETTINGS,
       leaseTtlMs: config.compaction.leaseTtlMs,
       attemptTimeoutMs: config.compaction.attemptTimeoutMs,
       maxAttempts: config.compaction.maxAttempts,

@@ -315,21 +315,24 @@ export interface CompactionJob {
 
 export type JobRecord = typeof compactions.$inferSelect;
 
+/** The audit row's fields that describe the job itself. */
+function jobRow(job: CompactionJob, model: string) {
+  return {
+    id: job.jobId,
+    lineageId: job.lineageId,
+    parentSessionId: job.parentSessionId,
+    generation: job.generation + 1,
+    requestIds: job.requestIds,
+    trigger: job.trigger,
+    model,
+  };
+}
+
 /** Opens (or, on a retried attempt, reopens) the audit row of a job. */
 export async function beginJob(db: Database, job: CompactionJob, model: string): Promise<JobRecord> {
   const [row] = await db
     .insert(compactions)
-    .values({
-      id: job.jobId,
-      lineageId: job.lineageId,
-      parentSessionId: job.parentSessionId,
-      generation: job.generation + 1,
-      requestIds: job.requestIds,
-      trigger: job.trigger,
-      model,
-      outcome: 'running',
-      attempts: 1,
-    })
+    .values({ ...jobRow(job, model), outcome: 'running', attempts: 1 })
     .onConflictDoUpdate({ target: compactions.id, set: { attempts: sql`${compactions.attempts} + 1` } })
     .returning();
   return row;
@@ -352,18 +355,7 @@ export async function abortJob(db: Database, job: CompactionJob, model: string, 
     if (!lineage) throw new SessionNotFoundError(job.lineageId);
     const [row] = await tx
       .insert(compactions)
-      .values({
-        id: job.jobId,
-        lineageId: job.lineageId,
-        parentSessionId: job.parentSessionId,
-        generation: job.generation + 1,
-        requestIds: job.requestIds,
-        trigger: job.trigger,
-        model,
-        outcome: 'aborted',
-        reason,
-        finishedAt: new Date(),
-      })
+      .values({ ...jobRow(job, model), outcome: 'aborted', reason, finishedAt: new Date() })
       .onConflictDoUpdate({
         target: compactions.id,
         set: { outcome: 'aborted', reason, finishedAt: new Date() },

@@ -7,8 +7,9 @@ import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
+import { sql } from 'drizzle-orm';
 import { Pool } from 'pg';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { SessionsClient } from '../../src/client';
 import { type Config, loadConfig } from '../../src/config';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database';
@@ -134,3 +135,28 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
 }
 
 export const uniqueId = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
+
+/**
+ * One stack for a whole test file: started before its tests, closed after them, the fake
+ * LLM reset before each test. Returns a getter, since the stack exists only once started.
+ */
+export function useTestStack(options: TestStackOptions = {}): () => TestStack {
+  let stack: TestStack | undefined;
+  beforeAll(async () => {
+    stack = await startTestStack(options);
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+  beforeEach(() => stack?.llm.reset());
+  return () => {
+    if (!stack) throw new Error('the test stack is not started yet');
+    return stack;
+  };
+}
+
+/** The compaction children of a session, straight from Postgres. */
+export async function childrenOf(stack: TestStack, parentId: string): Promise<string[]> {
+  const rows = await stack.db.db.execute(sql`select id from sessions where parent_session_id = ${parentId}`);
+  return rows.rows.map((r) => String((r as { id: string }).id));
+}
