@@ -25,7 +25,6 @@ import {
   InvalidInputError,
   LineageClosedError,
   SessionCompactionError,
-  SessionNotFoundError,
 } from '../errors';
 import {
   checkCompactRequest,
@@ -380,4 +379,3 @@ export class SessionsClient {
   }
 }
 
-export { SessionNotFoundError };
