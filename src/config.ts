@@ -43,6 +43,8 @@ export interface CompactionConfig {
   stallTimeoutMs: number;
   /** Upper bound for one summarise attempt, however much it heartbeats. */
   attemptTimeoutMs: number;
+  /** A non-streamed summary (no progress to watch) is abandoned and retried after this long. */
+  requestTimeoutMs: number;
   maxAttempts: number;
   tailTokenBudget: number;
   headGroups: number;
@@ -109,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       leaseTtlMs,
       stallTimeoutMs: intFrom(env, 'COMPACTION_STALL_TIMEOUT_MS', leaseTtlMs),
       attemptTimeoutMs: intFrom(env, 'COMPACTION_ATTEMPT_TIMEOUT_MS', 30 * 60_000),
+      requestTimeoutMs: intFrom(env, 'COMPACTION_REQUEST_TIMEOUT_MS', 5 * 60_000),
       maxAttempts: intFrom(env, 'COMPACTION_MAX_ATTEMPTS', 5),
       tailTokenBudget: intFrom(env, 'COMPACTION_TAIL_TOKENS', 2000),
       headGroups: intFrom(env, 'COMPACTION_HEAD_MESSAGES', 2),

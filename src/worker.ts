@@ -39,7 +39,11 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
   const connection = options.connection ?? (await NativeConnection.connect({ address: config.temporal.address }));
   const summariser =
     options.summariser ??
-    createSummariser(config.llm, { stallTimeoutMs: config.compaction.stallTimeoutMs, requestTimeoutMs: config.compaction.attemptTimeoutMs });
+    createSummariser(config.llm, {
+      stallTimeoutMs: config.compaction.stallTimeoutMs,
+      requestTimeoutMs: config.compaction.requestTimeoutMs,
+      streamTimeoutMs: config.compaction.attemptTimeoutMs,
+    });
   say(`summariser: ${summariser.description}`);
 
   const activities = createCompactionActivities({

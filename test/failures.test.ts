@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { auditRows } from '../src/db/session-store';
-import { conversation, uniqueId, useTestStack } from './support/stack';
+import { conversation, startTestStack, uniqueId, useTestStack } from './support/stack';
 
 const stack = useTestStack({
     env: { COMPACTION_LEASE_TTL_MS: '1000', COMPACTION_MAX_ATTEMPTS: '3' },
@@ -76,6 +76,28 @@ describe('transient summariser errors are retried', () => {
     expect(stack().llm.requests).toHaveLength(3);
     expect((await stack().client.transcript(root)).messages).toEqual(before);
     expect(await stack().client.compact(root)).toMatchObject({ outcome: 'compacted' });
+  });
+});
+
+describe('a non-streamed summary', () => {
+  it('that hangs is abandoned after the request timeout and retried', async () => {
+    const own = await startTestStack({ env: { COMPACTION_STREAM: 'false', COMPACTION_REQUEST_TIMEOUT_MS: '1000' }, settings: { retryInitialIntervalMs: 100 } });
+    try {
+      const root = uniqueId('ns');
+      await own.client.createSession({ sessionId: root });
+      await own.client.append(root, conversation(15));
+      own.llm.script({ delayMs: 10_000 });
+      const started = Date.now();
+      const result = await own.client.compact(root);
+      expect(result.outcome).toBe('compacted');
+      expect(Date.now() - started).toBeLessThan(8000); // did not wait out the hung request
+      expect(own.llm.requests).toHaveLength(2);
+      expect(own.llm.requests.every((r) => !r.body.stream)).toBe(true);
+      const [row] = await auditRows(own.db.db, root);
+      expect(row).toMatchObject({ outcome: 'compacted', attempts: 2 });
+    } finally {
+      await own.close();
+    }
   });
 });
 

@@ -76,13 +76,18 @@ export function classifySummariserError(error: unknown): ApplicationFailure {
 export interface OpenAiSummariserOptions {
   /** A stream (or the wait for its first chunk) silent for this long is abandoned. */
   stallTimeoutMs: number;
-  /** Bound for a non-streamed request. */
+  /**
+   * Bound for a non-streamed request, which shows no progress while it waits: a hung
+   * endpoint would otherwise hold the lineage's queue until the attempt timeout.
+   */
   requestTimeoutMs: number;
+  /** Bound for a stream, which the stall watchdog watches; defaults to the client's own. */
+  streamTimeoutMs?: number;
 }
 
 export function createOpenAiSummariser(config: LlmConfig, options: OpenAiSummariserOptions): Summariser {
   // Temporal owns retries (durable, visible in history): the client must not retry on its own.
-  const client = new OpenAI({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: options.requestTimeoutMs });
+  const client = new OpenAI({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, ...(options.streamTimeoutMs ? { timeout: options.streamTimeoutMs } : {}) });
   return {
     model: config.model,
     description: `OpenAI-compatible model ${config.model}${config.baseURL ? ` at ${config.baseURL}` : ''}${config.stream ? ' (streaming)' : ''}`,
@@ -97,7 +102,10 @@ export function createOpenAiSummariser(config: LlmConfig, options: OpenAiSummari
       };
       try {
         if (!config.stream) {
-          const response = await client.chat.completions.create({ model: config.model, messages: prompt as OpenAI.ChatCompletionMessageParam[] }, { signal });
+          const response = await client.chat.completions.create(
+            { model: config.model, messages: prompt as OpenAI.ChatCompletionMessageParam[] },
+            { signal, timeout: options.requestTimeoutMs },
+          );
           return {
             text: response.choices[0]?.message?.content ?? '',
             model: response.model || config.model,
