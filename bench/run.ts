@@ -8,7 +8,7 @@
  *   npm run bench -- --quick      small sizes, to check the benchmark itself
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -18,13 +18,10 @@ import { sql } from 'drizzle-orm';
 import { createOpenAiSummariser } from '../src/activities/summariser';
 import { SessionsClient } from '../src/client';
 import type { ChatMessage } from '../src/compaction/messages';
-import { loadConfig, PROJECT_ROOT } from '../src/config';
+import { PROJECT_ROOT } from '../src/config';
 import { openDatabase, runMigrations } from '../src/db/database';
-import { startEmbeddedPostgres } from '../src/dev/postgres';
-import { findTemporalCli } from '../src/dev/temporal-cli';
-import { freePort, startLocalTemporal } from '../src/dev/temporal-server';
 import { lineageWorkflowId } from '../src/workflows/contract';
-import { startFakeLlm } from '../test/support/fake-llm';
+import { startScratchStack } from '../test/support/scratch-stack';
 import { spawnWorkerProcess } from '../test/support/worker-process';
 import { createNaiveActivities } from './naive-activities';
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate } from './workflows';
@@ -78,22 +75,11 @@ const log = (line: string) => console.error(`[bench] ${line}`);
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'session-bench-'));
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), database: 'bench' });
-  const server = await startLocalTemporal({ cliPath: findTemporalCli(), port: await freePort(), headless: true, log });
-  const llm = await startFakeLlm();
+  const scratch = await startScratchStack('session-bench');
+  const { env, config, llm } = scratch;
+  const tmp = scratch.dir;
   llm.setDefault({ text: 'Goal: continue. Completed: the summarised work.' });
-  const env = {
-    TEMPORAL_ADDRESS: server.address,
-    TEMPORAL_TASK_QUEUE: 'bench-sessions',
-    DATABASE_URL: pg.url,
-    OPENAI_API_KEY: 'bench',
-    OPENAI_BASE_URL: llm.baseURL,
-    COMPACTION_MODEL: 'fake-model',
-    COMPACTION_TAIL_TOKENS: '200',
-  };
-  const config = loadConfig(env);
-  const database = openDatabase(pg.url, { max: 20 });
+  const database = openDatabase(config.databaseUrl, { max: 20 });
   await runMigrations(database);
 
   const bundlePath = path.join(tmp, 'bundle.js');
@@ -115,7 +101,7 @@ async function main(): Promise<void> {
   await startWorkerProcess();
 
   // The floor and the naive design run on a second worker, in this process.
-  const nativeConnection = await NativeConnection.connect({ address: server.address });
+  const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
   const summariser = createOpenAiSummariser(config.llm, { stallTimeoutMs: 60_000, requestTimeoutMs: 60_000 });
   const auxWorker = await Worker.create({
     connection: nativeConnection,
@@ -125,7 +111,7 @@ async function main(): Promise<void> {
   });
   const auxRunning = auxWorker.run();
 
-  const connection = await Connection.connect({ address: server.address });
+  const connection = await Connection.connect({ address: config.temporal.address });
   const temporal = new Client({ connection });
   const sessions = await SessionsClient.connect({ config, database });
   const results: Record<string, unknown> = { quick, sizes: SIZES, machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version } };
@@ -338,10 +324,7 @@ async function main(): Promise<void> {
     await connection.close();
     await nativeConnection.close();
     await database.close();
-    await llm.close();
-    await server.stop();
-    await pg.stop();
-    rmSync(tmp, { recursive: true, force: true });
+    await scratch.stop();
   }
 
   mkdirSync(path.join(__dirname, 'results'), { recursive: true });

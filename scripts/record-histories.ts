@@ -5,45 +5,28 @@
  * historyToJSON. Run it only when a change to workflow code is meant to change histories
  * (see README, "Changing workflow code"); never to make a failing replay test pass.
  */
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { Client, Connection } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { SessionsClient } from '../src/client';
-import { loadConfig, PROJECT_ROOT } from '../src/config';
+import { PROJECT_ROOT } from '../src/config';
 import { openDatabase } from '../src/db/database';
-import { startEmbeddedPostgres } from '../src/dev/postgres';
-import { findTemporalCli } from '../src/dev/temporal-cli';
-import { freePort, startLocalTemporal } from '../src/dev/temporal-server';
 import { closeSignal, lineageWorkflowId } from '../src/workflows/contract';
 import { createSessionWorker } from '../src/worker';
-import { startFakeLlm } from '../test/support/fake-llm';
 import { conversation } from '../test/support/conversation';
+import { startScratchStack } from '../test/support/scratch-stack';
 
 export const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test/replay/histories');
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const tmp = mkdtempSync(path.join(os.tmpdir(), 'record-histories-'));
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(tmp, 'pg'), port: await freePort(), database: 'record' });
-  const server = await startLocalTemporal({ cliPath: findTemporalCli(), port: await freePort(), headless: true, log: console.warn });
-  const llm = await startFakeLlm();
-  const config = loadConfig({
-    TEMPORAL_ADDRESS: server.address,
-    TEMPORAL_TASK_QUEUE: 'record-histories',
-    DATABASE_URL: pg.url,
-    OPENAI_API_KEY: 'test',
-    OPENAI_BASE_URL: llm.baseURL,
-    COMPACTION_MODEL: 'fake-model',
-    COMPACTION_LEASE_TTL_MS: '1000',
-    COMPACTION_STALL_TIMEOUT_MS: '30000',
-    COMPACTION_TAIL_TOKENS: '200',
-  });
-  const database = openDatabase(pg.url);
-  const nativeConnection = await NativeConnection.connect({ address: server.address });
+  const scratch = await startScratchStack('record-histories', { COMPACTION_LEASE_TTL_MS: '1000', COMPACTION_STALL_TIMEOUT_MS: '30000' });
+  const { config, llm } = scratch;
+  const database = openDatabase(config.databaseUrl);
+  const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
   let silenceFirstAttempt = false;
   const sessionWorker = await createSessionWorker({
     config,
@@ -58,7 +41,7 @@ async function main(): Promise<void> {
   const settings = { retryInitialIntervalMs: 200, retryMaximumIntervalMs: 500, maxAttempts: 3 };
   const client = await SessionsClient.connect({ config, database, settings });
   const canClient = await SessionsClient.connect({ config, database, settings: { ...settings, maxCompactionsPerRun: 1 } });
-  const connection = await Connection.connect({ address: server.address });
+  const connection = await Connection.connect({ address: config.temporal.address });
   const temporal = new Client({ connection });
   const recorded: string[] = [];
 
@@ -146,10 +129,7 @@ async function main(): Promise<void> {
     await connection.close();
     await nativeConnection.close();
     await database.close();
-    await llm.close();
-    await server.stop();
-    await pg.stop();
-    rmSync(tmp, { recursive: true, force: true });
+    await scratch.stop();
   }
   console.log(`recorded ${recorded.length} histories in ${path.relative(PROJECT_ROOT, HISTORIES_DIR)}:\n  ${recorded.join('\n  ')}`);
 }

@@ -3,7 +3,6 @@
  * one workflow per lineage, rotation in one transaction, stale callers, refusals, focus
  * and force reaching the summariser, background requests that can never compact, audit rows.
  */
-import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { BackgroundCompactionRejectedError, InvalidInputError, SessionNotFoundError } from '../src/errors';
 import { auditRows } from '../src/db/session-store';
@@ -52,11 +51,7 @@ describe('one workflow per lineage', () => {
 
     await stack().client.append(root, conversation(12).slice(1)); // lands in the head
     const requestId = await stack().client.requestCompaction(child);
-    let answer = null;
-    for (let i = 0; i < 100 && !answer; i++) {
-      answer = await stack().client.result(child, requestId);
-      if (!answer) await new Promise((r) => setTimeout(r, 100));
-    }
+    const answer = await stack().client.waitForResult(child, requestId);
     expect(answer).toMatchObject({ outcome: 'compacted', sessionId: `${root}--g2`, previousSessionId: child, requestId });
     const state = await (await stack().client.workflowHandle(root)).query(stateQuery);
     expect(state).toMatchObject({ headSessionId: `${root}--g2`, generation: 2, compactions: 2, queue: [] });

@@ -18,15 +18,6 @@ async function newSession(): Promise<string> {
   return sessionId;
 }
 
-async function resultOf(sessionId: string, requestId: string) {
-  for (let i = 0; i < 300; i++) {
-    const answer = await stack().client.result(sessionId, requestId);
-    if (answer) return answer;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`no answer for ${requestId}`);
-}
-
 describe('concurrent compactions of one head', () => {
   it('50 requests at once, Updates and signals mixed: one rotation, every caller gets the committed result', async () => {
     const root = await newSession();
@@ -48,7 +39,7 @@ describe('concurrent compactions of one head', () => {
     }
     expect(new Set(answers.map((a) => JSON.stringify(a.messages))).size).toBe(1);
     for (const requestId of await Promise.all(signalIds)) {
-      expect(await resultOf(root, requestId)).toMatchObject({ outcome: 'compacted', sessionId: child });
+      expect(await stack().client.waitForResult(root, requestId)).toMatchObject({ outcome: 'compacted', sessionId: child });
     }
     expect(await childrenOf(stack(), root)).toEqual([child]);
     expect(stack().llm.requests).toHaveLength(1);

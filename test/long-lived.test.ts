@@ -16,15 +16,6 @@ async function runsOf(lineageId: string): Promise<Array<{ runId: string; status:
   return runs;
 }
 
-async function answerOf(client: SessionsClient, sessionId: string, requestId: string) {
-  for (let i = 0; i < 200; i++) {
-    const answer = await client.result(sessionId, requestId);
-    if (answer) return answer;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no answer for ${requestId}`);
-}
-
 describe('continue-as-new', () => {
   it('requests arriving across run boundaries are none lost, none run twice, retries answered from carried state', async () => {
     const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { maxCompactionsPerRun: 2 } });
@@ -53,7 +44,7 @@ describe('continue-as-new', () => {
       for (let round = 1; round < 8; round++) {
         expect(answered.get(`retry-${round}`)).toMatchObject({ outcome: 'compacted', sessionId: answered.get(`main-${round - 1}`)!.sessionId });
       }
-      for (const { sessionId, requestId } of signalled) expect((await answerOf(client, sessionId, requestId)).outcome).toMatch(/compacted|stale/);
+      for (const { sessionId, requestId } of signalled) expect((await client.waitForResult(sessionId, requestId)).outcome).toMatch(/compacted|stale/);
 
       const runs = await runsOf(root);
       expect(runs.length).toBeGreaterThanOrEqual(4);

@@ -154,11 +154,7 @@ describe('the threshold trigger', () => {
     stack().llm.script({ text: 'way too long '.repeat(5000) }); // refused: the head stays above the threshold
     const crossing = await stack().client.append(id, conversation(12).slice(1));
     expect(crossing.crossedThreshold).toBe(true);
-    let answer = null;
-    for (let i = 0; i < 100 && !answer; i++) {
-      answer = await stack().client.result(id, crossing.compactionRequestId!);
-      if (!answer) await new Promise((r) => setTimeout(r, 100));
-    }
+    const answer = await stack().client.waitForResult(id, crossing.compactionRequestId!);
     expect(answer).toMatchObject({ outcome: 'refused' });
 
     // Still above the threshold: further appends do not fire again (no compaction loop).

@@ -279,15 +279,21 @@ export class SessionsClient {
   private async compactBySignal(lineageId: string, request: ReturnType<typeof checkCompactRequest>): Promise<CompactResult> {
     const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineageId));
     await handle.signal(compactSignal, { ...request, trigger: 'update' });
+    return this.awaitAnswer(lineageId, request.requestId!);
+  }
+
+  /** Polls the requestResult query until the request is answered or its workflow run ends. */
+  private async awaitAnswer(lineageId: string, requestId: string): Promise<CompactResult> {
+    const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineageId));
     for (let polls = 1, delay = 50; ; polls++, delay = Math.min(delay * 2, 1000)) {
-      const answer = await this.resendWhileUnreachable(() => handle.query(requestResultQuery, request.requestId!));
+      const answer = await this.resendWhileUnreachable(() => handle.query(requestResultQuery, requestId));
       if (answer) return answer;
       // A signal cannot be refused: if the run that got it has ended (closed, or completed
       // while idle), no answer will come. Say so rather than wait forever.
       if (polls % 20 === 0) {
         const { status } = await this.resendWhileUnreachable(() => handle.describe());
         if (status.name !== 'RUNNING') {
-          throw new SessionCompactionError(`the lineage workflow ended (${status.name}) before answering request ${request.requestId}; send it again with the same requestId`);
+          throw new SessionCompactionError(`the lineage workflow ended (${status.name}) before answering request ${requestId}; send it again with the same requestId`);
         }
       }
       await sleep(delay);
@@ -317,6 +323,12 @@ export class SessionsClient {
     const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
     await this.temporal.workflow.signalWithStart('sessionLineageWorkflow', { ...this.startOptions(lineage), signal: closeSignal, signalArgs: [] });
     await handle.result();
+  }
+
+  /** Waits for the answer to a request sent with requestCompaction (or by an append's threshold). */
+  async waitForResult(sessionId: string, requestId: string): Promise<CompactResult> {
+    const lineage = await readWithRetry(() => store.lineageOf(this.database.db, checkSessionId(sessionId)));
+    return this.awaitAnswer(lineage.lineageId, requestId);
   }
 
   async result(sessionId: string, requestId: string): Promise<CompactResult | null> {

@@ -205,7 +205,6 @@ export async function lineageSessions(db: Database, sessionId: string): Promise<
     .select({
       sessionId: sessions.id,
       parentSessionId: sessions.parentSessionId,
-      generation: sessions.generation,
       endedAt: sessions.endedAt,
       endReason: sessions.endReason,
       messageCount: sql<number>`(select count(*) from messages m where m.session_id = "sessions"."id" and m.archived_at is null)::int`,
