@@ -9,6 +9,7 @@ import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
 import { codecFromKeys } from './codec/aes-gcm-codec';
 import { openDatabase, runMigrations, type DatabaseHandle } from './db/database';
+import { installTracingFromConfig, shutdownTracing, tracedSummariser, workerTracingPlugin } from './tracing';
 
 export interface SessionWorkerOptions {
   config: Config;
@@ -37,13 +38,16 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
   const database = options.database ?? openDatabase(config.databaseUrl);
   await runMigrations(database);
   const connection = options.connection ?? (await NativeConnection.connect({ address: config.temporal.address }));
-  const summariser =
+  const tracing = installTracingFromConfig(config);
+  const untraced =
     options.summariser ??
     createSummariser(config.llm, {
       stallTimeoutMs: config.compaction.stallTimeoutMs,
       requestTimeoutMs: config.compaction.requestTimeoutMs,
       streamTimeoutMs: config.compaction.attemptTimeoutMs,
     });
+  // With tracing on, the LLM call gets its own span under the activity's.
+  const summariser = tracing ? tracedSummariser(untraced) : untraced;
   say(`summariser: ${summariser.description}`);
 
   const activities = createCompactionActivities({
@@ -55,7 +59,11 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
   });
   const codec = codecFromKeys(config.payloadEncryptionKeys);
   if (codec) say('payloads in Temporal history are encrypted (AES-256-GCM)');
-  const bundlePath = options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH;
+  // The tracing plugin adds workflow interceptor modules, which must be bundled with the
+  // workflow code: with tracing on, the workflows are bundled here, not taken prebuilt.
+  const tracingPlugin = tracing ? workerTracingPlugin() : undefined;
+  if (tracingPlugin) say('tracing: spans exported (OpenTelemetry)');
+  const bundlePath = tracingPlugin ? undefined : (options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH);
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -65,6 +73,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     ...config.worker,
     shutdownGraceTime: config.worker.shutdownGraceTimeMs,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('./workflows') }),
+    ...(tracingPlugin ? { plugins: [tracingPlugin] } : {}),
     ...options.workerOptions,
   });
   return {
@@ -103,6 +112,7 @@ async function main(): Promise<void> {
   // SIGINT and SIGTERM make the worker stop polling and let in-flight summaries finish
   // (up to WORKER_SHUTDOWN_GRACE_MS); what does not finish is retried by another worker.
   await sessionWorker.run();
+  await shutdownTracing();
   console.log('worker stopped');
 }
 

@@ -12,6 +12,7 @@ import { planCompaction, type PlanOptions } from '../compaction/plan';
 import { rowToMessage } from '../db/schema';
 import type { Database } from '../db/database';
 import { abortJob, beginJob, closeLineage, commitCompaction, finishJob, lineageOf, sessionMessages, type CompactionJob, type SettledJob } from '../db/session-store';
+import { withSpan } from '../tracing';
 import type { CompactionMode } from '../workflows/contract';
 import type { Summariser } from './summariser';
 
@@ -108,14 +109,14 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     }
 
     heartbeat({ phase: 'committing' });
-    const committed = await commitCompaction(db, {
+    const committed = await withSpan('db.commit', { 'compaction.job_id': input.jobId, 'compaction.mode': input.mode }, () => commitCompaction(db, {
       job: input,
       attempt: record.attempts,
       mode: input.mode,
       watermarkSeq,
       compacted: candidate,
       stats: { tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter, messagesBefore: transcript.length, ...usage },
-    });
+    }));
     if (committed.outcome === 'stale') {
       await finishJob(db, input.jobId, record.attempts, 'stale', { reason: committed.reason });
       return { outcome: 'stale', headSessionId: committed.headSessionId, generation: committed.generation, reason: committed.reason };
