@@ -3,6 +3,7 @@
  * Temporal and Postgres. `npm run worker` runs it alone; `npm run dev` runs it inside the
  * dev stack. Migrations run on start.
  */
+import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
 import { createSummariser, type Summariser } from './activities/summariser';
@@ -72,7 +73,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
     ...config.worker,
     shutdownGraceTime: config.worker.shutdownGraceTimeMs,
-    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('./workflows') }),
+    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts') }),
     ...(tracingPlugin ? { plugins: [tracingPlugin] } : {}),
     ...options.workerOptions,
   });
