@@ -73,7 +73,8 @@ export async function listLineages(db: Database, options: ListLineagesOptions = 
   if (options.status === 'closed') where.push(sql`l.closed_at is not null`);
   if (options.search) {
     const pattern = likePattern(options.search);
-    where.push(sql`(l.id ilike ${pattern} or l.head_session_id ilike ${pattern} or exists (select 1 from sessions s where s.lineage_id = l.id and s.id ilike ${pattern}))`);
+    // One scan of sessions (every lineage's root and children), not a subquery per lineage.
+    where.push(sql`l.id in (select s.lineage_id from sessions s where s.id ilike ${pattern})`);
   }
   if (options.lastOutcome === 'none') where.push(sql`last.outcome is null`);
   else if (options.lastOutcome) where.push(sql`last.outcome = ${options.lastOutcome}`);
