@@ -138,6 +138,27 @@ describe('per-lineage commands', () => {
     expect((await sessions(['history', 'nobody-here', '--json'], down)).code).toBe(2);
   });
 
+  it('a compaction in place shows what it summarised, kept and wrote, from the archived rows', async () => {
+    const id = uniqueId('inplace');
+    await stack().client.createSession({ sessionId: id, mode: 'in_place' });
+    const lastRequest = 'Last: write the release notes.';
+    await stack().client.append(id, [...conversation(12), { role: 'user', content: lastRequest }]);
+    stack().llm.setDefault({ text: 'IN-PLACE-SUMMARY-5521' });
+    expect((await stack().client.compact(id)).outcome).toBe('compacted');
+    const [job] = (await stack().client.history(id)).compactions;
+    const detail = await stack().client.compaction(job.id);
+    expect(detail.summary).toContain('IN-PLACE-SUMMARY-5521');
+    expect(detail.parent).toHaveLength(job.messagesBefore!);
+    expect(detail.result).toHaveLength(job.messagesAfter!);
+    expect(detail.parent.filter((r) => r.fate === 'kept').map((r) => r.content)).toContain(lastRequest);
+    expect(detail.result.filter((r) => r.kind === 'summary')).toHaveLength(1);
+    // Every parent row is either summarised or kept; the summarised range is a real span of the lineage.
+    expect(detail.parent.every((r) => r.fate === 'summarised' || r.fate === 'kept')).toBe(true);
+    expect(detail.summarised.fromSeq).toBeGreaterThan(1);
+    expect(detail.summarised.toSeq).toBeLessThan(job.messagesBefore!);
+    await expect(stack().client.compaction('no-such-job')).rejects.toThrow(/compaction "no-such-job" does not exist/);
+  });
+
   it('the per-lineage audit catches a duplicated row in that lineage only', async () => {
     const a = uniqueId('auda');
     const b = uniqueId('audb');
