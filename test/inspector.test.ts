@@ -69,6 +69,10 @@ describe('the inspector', () => {
     expect(compactionRow).toContain('compacted');
     expect(compactionRow).toContain('req-inspector-1');
     expect(compactionRow).toContain('fake-model');
+    // The gate verdicts and the summarised range recorded in the audit row.
+    expect(compactionRow).toMatch(/providerValid: pass/);
+    expect(compactionRow).toMatch(/latestUserRequest: pass/);
+    expect(compactionRow).toMatch(/seq \d+–\d+/);
     expect(await page.getAttribute('#webui', 'href')).toBe(`http://127.0.0.1:8233/namespaces/default/workflows/${encodeURIComponent(lineageWorkflowId(id))}`);
     await expect.poll(() => page.locator('#live').textContent(), { timeout: 20_000 }).toMatch(/last outcome compacted/);
 
@@ -80,7 +84,9 @@ describe('the inspector', () => {
     expect(await kept.count()).toBe(1);
     expect(await page.locator('#parent .fate-kept', { hasText: lastRequest }).count()).toBe(1);
     expect(await page.locator('#parent .fate-summarised').count()).toBeGreaterThan(0);
-    expect(await page.locator('#range').textContent()).toMatch(/lineage seq \d+–\d+/);
+    const range = await page.locator('#range').textContent();
+    expect(range).toMatch(/lineage seq \d+–\d+/);
+    expect(range).not.toContain('inferred');
   });
 
   it('shows the progress of a running compaction, as the state query does', async () => {

@@ -50,7 +50,7 @@ describe('progress of a running compaction', () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     expect(seen.inFlight).toBeDefined();
-    expect(seen.progress).toMatchObject({ phase: 'summarising', attempt: 1, elapsedMs: expect.any(Number) });
+    expect(seen.progress).toMatchObject({ phase: 'summarising', chunk: 1, chunks: 1, attempt: 1, elapsedMs: expect.any(Number) });
     expect((await pending).outcome).toBe('compacted');
     expect((await stack().client.state(id)).progress).toBeUndefined();
   });
@@ -97,6 +97,10 @@ describe('progress of a running compaction', () => {
     expect(formatProgress(old)).toBe('summarising, 30 message(s), 12 streamed, 10.0 s (attempt 2/5)');
     const rich = progressFromPendingActivity({ activityType: 'compactSession', details: { phase: 'summarising', chunk: 2, chunks: 5, streamedChars: 900, elapsedMs: 4200 }, attempt: 1 }, now);
     expect(formatProgress(rich)).toBe('summarising chunk 2/5, 900 streamed, 4.2 s');
+    const committing = progressFromPendingActivity({ activityType: 'compactSession', details: { phase: 'committing', chunks: 3, elapsedMs: 5000 }, attempt: 1 }, now);
+    expect(committing).toMatchObject({ phase: 'committing', chunks: 3, elapsedMs: 5000 });
+    expect(committing!.streamedChars).toBeUndefined();
+    expect(formatProgress(committing)).toBe('committing, 5.0 s');
     expect(progressFromPendingActivity({ activityType: 'compactSession', details: 'garbage', attempt: 1 }, now)).toMatchObject({ phase: 'scheduled' });
     expect(progressFromPendingActivity({ activityType: 'markLineageClosed', attempt: 1 }, now)).toBeUndefined();
   });
@@ -154,6 +158,10 @@ describe('per-lineage commands', () => {
     expect(detail.result.filter((r) => r.kind === 'summary')).toHaveLength(1);
     // Every parent row is either summarised or kept; the summarised range is a real span of the lineage.
     expect(detail.parent.every((r) => r.fate === 'summarised' || r.fate === 'kept')).toBe(true);
+    expect(detail.summarised.inferred).toBe(false);
+    // The recorded range is exactly the lineage seqs of the rows marked summarised.
+    const summarisedSeqs = detail.parent.filter((r) => r.fate === 'summarised').map((r) => r.lineageSeq!);
+    expect([Math.min(...summarisedSeqs), Math.max(...summarisedSeqs)]).toEqual([detail.summarised.fromSeq, detail.summarised.toSeq]);
     expect(detail.summarised.fromSeq).toBeGreaterThan(1);
     expect(detail.summarised.toSeq).toBeLessThan(job.messagesBefore!);
     await expect(stack().client.compaction('no-such-job')).rejects.toThrow(/compaction "no-such-job" does not exist/);

@@ -51,14 +51,14 @@ export function progressFromPendingActivity(activity: PendingActivityView, now: 
   const progress: CompactionProgress = { activityId: activity.activityId ?? '', phase, attempt: activity.attempt ?? 1 };
   const chunk = num(d?.chunk);
   const chunks = num(d?.chunks);
-  // Older details count stream chunks in `chunks` with no `chunk`: that is streamed output, not a chunk count.
-  if (chunk !== undefined) {
-    progress.chunk = chunk;
-    if (chunks !== undefined) progress.chunks = chunks;
-  }
-  const streamed = num(d?.streamedChars) ?? (chunk === undefined ? chunks : undefined);
-  if (streamed !== undefined) progress.streamedChars = streamed;
   const messages = num(d?.messages);
+  // The older details (`{ phase, messages, chunks }`) count streamed pieces in `chunks`; the
+  // newer ones count summary chunks there (`chunk` of `chunks`).
+  const older = messages !== undefined && chunk === undefined && d?.streamedChars === undefined;
+  if (chunk !== undefined) progress.chunk = chunk;
+  if (chunks !== undefined && !older) progress.chunks = chunks;
+  const streamed = num(d?.streamedChars) ?? (older ? chunks : undefined);
+  if (streamed !== undefined) progress.streamedChars = streamed;
   if (messages !== undefined) progress.messages = messages;
   if (elapsedMs !== undefined) progress.elapsedMs = elapsedMs;
   if (activity.maximumAttempts) progress.maxAttempts = activity.maximumAttempts;

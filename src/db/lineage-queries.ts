@@ -262,22 +262,34 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
   const parentRows = inPlace ? parentAll.filter((r) => r.archivedByCompaction === compaction.id) : parentAll;
   const watermark = typeof raw.watermark_seq === 'number' ? raw.watermark_seq : null;
   const keyOf = (r: TranscriptRow) => JSON.stringify([r.role, r.content, r.toolCalls ?? null, r.toolCallId, r.name]);
-  const writtenKeys = new Map<string, number>();
-  for (const r of written) if (r.originMessageId == null) writtenKeys.set(keyOf(r), (writtenKeys.get(keyOf(r)) ?? 0) + 1);
-  const carriedOrigins = new Set(written.map((r) => r.originMessageId).filter((v): v is number => v != null));
-  // The new summary: a row under the summary's name that is not a verbatim copy of a parent row.
+  // A row's origin: the appended row it copies (itself when it is the appended row).
+  const originOf = (r: TranscriptRow) => r.originMessageId ?? r.id;
+  const parentByOrigin = new Map(parentRows.map((r) => [originOf(r), r]));
+  const afterWatermark = (r: TranscriptRow) => watermark !== null && r.seq > watermark;
+  // The new summary: a row under the summary's name that copies no parent row.
   const parentKeys = new Set(parentRows.map(keyOf));
   const summaryRow = written.find((r) => r.originMessageId == null && r.name === SUMMARY_MESSAGE_NAME && !parentKeys.has(keyOf(r)));
-  const result = written.map((r) => ({
-    ...r,
-    kind: (r === summaryRow ? 'summary' : r.originMessageId != null ? 'carried' : 'kept') as RowKind,
-  }));
+  const result = written.map((r) => {
+    let kind: RowKind = 'kept';
+    if (r === summaryRow) kind = 'summary';
+    else if (r.originMessageId != null) {
+      const source = parentByOrigin.get(r.originMessageId);
+      // Rows appended after the snapshot's watermark were carried in at commit.
+      if (!source || afterWatermark(source)) kind = 'carried';
+    }
+    return { ...r, kind };
+  });
+  const keptOrigins = new Set(result.filter((r) => r.kind === 'kept' && r.originMessageId != null).map((r) => r.originMessageId!));
+  // Rows written before kept rows recorded their origin are matched by content.
+  const keptByContent = new Map<string, number>();
+  for (const r of result) if (r.kind === 'kept' && r.originMessageId == null) keptByContent.set(keyOf(r), (keptByContent.get(keyOf(r)) ?? 0) + 1);
   const parent = parentRows.map((r) => {
     let fate: 'summarised' | 'kept' | 'after-watermark' | 'unknown' = 'unknown';
-    if (carriedOrigins.has(r.id) || (watermark !== null && r.seq > watermark)) fate = 'after-watermark';
-    else if ((writtenKeys.get(keyOf(r)) ?? 0) > 0) {
+    if (afterWatermark(r)) fate = 'after-watermark';
+    else if (keptOrigins.has(originOf(r))) fate = 'kept';
+    else if ((keptByContent.get(keyOf(r)) ?? 0) > 0) {
       fate = 'kept';
-      writtenKeys.set(keyOf(r), writtenKeys.get(keyOf(r))! - 1);
+      keptByContent.set(keyOf(r), keptByContent.get(keyOf(r))! - 1);
     } else if (compaction.outcome === 'compacted') fate = 'summarised';
     return { ...r, fate };
   });
