@@ -179,8 +179,9 @@ export function createInspectorApp(options: InspectorOptions): Hono {
   app.onError((error, c) => {
     if (error instanceof SessionNotFoundError || error instanceof CompactionNotFoundError) return notFound(c, error.message);
     if (error instanceof InvalidInputError) return c.html(page('Bad request', html`<h1>Bad request</h1><p>${error.message}</p>`), 400);
-    console.error(error);
-    return c.html(page('Error', html`<h1>Error</h1><p>${error.message}</p>`), 500);
+    // Details (which may hold a query's text) go to the log, not to the browser.
+    console.error(`inspector: ${c.req.method} ${c.req.path}:`, error);
+    return c.html(page('Error', html`<h1>Error</h1><p>The inspector could not read what this page shows (is Postgres up?). Details are in the inspector's log.</p>`), 500);
   });
   app.get('/', async (c) => {
     const q = (name: string) => c.req.query(name) || undefined;
