@@ -28,6 +28,7 @@ import {
   type SettledJob,
   sessionMessages,
 } from '../db/session-store';
+import { withSpan } from '../tracing';
 import type { CompactionMode } from '../workflows/contract';
 import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
 
@@ -195,7 +196,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     };
 
     beat({ phase: 'committing', chunks: summary.chunks });
-    const committed = await commitCompaction(db, {
+    const committed = await withSpan('db.commit', { 'compaction.job_id': input.jobId, 'compaction.mode': input.mode }, () => commitCompaction(db, {
       job: input,
       attempt,
       mode: input.mode,
@@ -205,7 +206,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       verify,
       stats: { tokensBefore, messagesBefore, ...usage },
       policy,
-    });
+    }));
     if (committed.outcome === 'refused') {
       return refuse(committed.reason, { gate: committed.gate, gateResults: committed.gateResults, tokensAfter: committed.tokensAfter, ...usage });
     }
