@@ -8,7 +8,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } 
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
 import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
-import { codecFromKeys } from './codec/aes-gcm-codec';
+import { encryptedDataConverter } from './codec/aes-gcm-codec';
 import { openDatabase, runMigrations, type DatabaseHandle } from './db/database';
 import { installTracingFromConfig, shutdownTracing, tracedSummariser, workerTracingPlugin } from './tracing';
 
@@ -60,8 +60,8 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,
   });
-  const codec = codecFromKeys(config.payloadEncryptionKeys);
-  if (codec) say('payloads in Temporal history are encrypted (AES-256-GCM)');
+  const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
+  if (encrypted) say('payloads and failure messages in Temporal history are encrypted (AES-256-GCM)');
   // The tracing plugin adds workflow interceptor modules, which must be bundled with the
   // workflow code: with tracing on, the workflows are bundled here, not taken prebuilt.
   const tracingPlugin = tracing ? workerTracingPlugin() : undefined;
@@ -72,7 +72,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     activities,
-    ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
+    ...(encrypted ? { dataConverter: encrypted } : {}),
     ...config.worker,
     shutdownGraceTime: config.worker.shutdownGraceTimeMs,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts') }),

@@ -20,7 +20,7 @@ import * as queries from '../db/lineage-queries';
 import { type CompactionProgress, progressFromPendingActivity } from './progress';
 import { clientTracingInterceptors, installTracingFromConfig } from '../tracing';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
-import { codecFromKeys } from '../codec/aes-gcm-codec';
+import { encryptedDataConverter } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
 import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
 import { rowToMessage } from '../db/schema';
@@ -200,13 +200,13 @@ export class SessionsClient {
         ],
       }));
     const database = options.database ?? openDatabase(config.databaseUrl);
-    const codec = codecFromKeys(config.payloadEncryptionKeys);
+    const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
     installTracingFromConfig(config);
     const tracing = clientTracingInterceptors();
     const temporal = new Client({
       connection,
       namespace: config.temporal.namespace,
-      ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
+      ...(encrypted ? { dataConverter: encrypted } : {}),
       ...(tracing ? { interceptors: { workflow: tracing } } : {}),
     });
     // Every setting is fixed in the lineage's start input, so a later change of a default

@@ -5,6 +5,7 @@
  * configured key decrypts, so keys can be rotated without losing old histories.
  * Search attributes and UI summaries are not payloads and stay readable by design.
  */
+import path from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { type Payload, type PayloadCodec, ValueError } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -86,4 +87,13 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 /** The codec for a config's keys, or undefined when encryption is off. */
 export function codecFromKeys(spec: string | undefined): AesGcmPayloadCodec | undefined {
   return spec ? new AesGcmPayloadCodec(parseEncryptionKeys(spec)) : undefined;
+}
+
+/**
+ * The data converter of a worker or client when payloads are encrypted: the codec, and the
+ * failure converter that moves failure messages into encrypted attributes. Undefined without keys.
+ */
+export function encryptedDataConverter(spec: string | undefined): { payloadCodecs: AesGcmPayloadCodec[]; failureConverterPath: string } | undefined {
+  const codec = codecFromKeys(spec);
+  return codec ? { payloadCodecs: [codec], failureConverterPath: path.join(__dirname, 'failure-converter.js') } : undefined;
 }
