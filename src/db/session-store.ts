@@ -589,6 +589,10 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       };
     }
 
+    // Lock the parent's row before reading what to carry: a writer that bypasses the lineage
+    // lock holds it FOR SHARE from its insert (the ended-session trigger) to its commit, so it
+    // either commits first and is carried, or waits and then finds the parent ended.
+    await tx.select({ id: sessions.id }).from(sessions).where(eq(sessions.id, job.parentSessionId)).for('update');
     const carried = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
     const tokensAfter = [...input.compacted, ...carried.map((r) => ({ tokens: r.tokenEstimate }))].reduce((sum, m) => sum + m.tokens, 0);
     const report = input.verify?.(carried.map((r) => ({ message: rowToMessage(r), tokens: r.tokenEstimate })));
