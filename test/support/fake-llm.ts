@@ -25,7 +25,15 @@ export interface Behaviour {
   stallAfterChunks?: number;
   /** Destroy the socket without answering. */
   reset?: boolean;
+  /**
+   * End the summary with a line naming this call (`summary call <n>`, n counting from 1), so
+   * a later prompt that carries it as "Summary so far" tells which call produced its head.
+   */
+  tagCalls?: boolean;
 }
+
+/** The call number a summary produced with `tagCalls` carries, or undefined. */
+export const SUMMARY_CALL_TAG = /\[summary call (\d+)\]/;
 
 export interface RecordedRequest {
   body: { model: string; messages: Array<{ role: string; content: string }>; stream?: boolean };
@@ -61,6 +69,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     }
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RecordedRequest['body'];
     requests.push({ body, at: Date.now() });
+    const callNumber = requests.length;
     const b = queue.shift() ?? fallback;
     if (b.delayMs) await sleep(b.delayMs);
     if (b.reset) {
@@ -72,7 +81,9 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       res.end(JSON.stringify({ error: { message: b.errorMessage ?? `scripted failure ${b.status}`, type: 'test', code: b.errorCode ?? null } }));
       return;
     }
-    const text = b.text ?? `Goal: continue the work.\nCompleted actions: summarised ${body.messages.at(-1)?.content.length ?? 0} characters.`;
+    const text =
+      (b.text ?? `Goal: continue the work.\nCompleted actions: summarised ${body.messages.at(-1)?.content.length ?? 0} characters.`) +
+      (b.tagCalls ? `\n[summary call ${callNumber}]` : '');
     const model = body.model;
     if (!body.stream) {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -134,4 +145,35 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** How the summariser calls (made with `tagCalls`) map onto the heads they started from. */
+export interface SummariserCalls {
+  total: number;
+  /** Calls whose prompt carried no earlier summary: a lineage's first compaction. */
+  fromFirstHead: number;
+  /** Calls that started from a head some summary call produced, by that call's number. */
+  fromHeadOf: Record<number, number>;
+  /** The greatest number of calls that started from one summarised head (1: no head was summarised twice). */
+  maxFromOneHead: number;
+}
+
+/**
+ * Groups the recorded summariser calls by the head they summarised: a head produced by call
+ * n carries `[summary call n]` in its summary, and the next compaction's prompt quotes it as
+ * "Summary so far". Two calls from the same head would be two jobs (or two attempts) on one
+ * head: exactly what the workflow-as-the-lock forbids.
+ */
+export function summariserCallsPerHead(requests: readonly RecordedRequest[]): SummariserCalls {
+  const fromHeadOf: Record<number, number> = {};
+  let fromFirstHead = 0;
+  for (const request of requests) {
+    const prompt = String(request.body.messages.at(-1)?.content ?? '');
+    const summarySoFar = /Summary so far:\n([^]*?)\n\nMessages to summarise:/.exec(prompt)?.[1];
+    const previous = summarySoFar === undefined ? undefined : SUMMARY_CALL_TAG.exec(summarySoFar)?.[1];
+    if (summarySoFar === undefined) fromFirstHead++;
+    else if (previous === undefined) throw new Error(`a prompt quotes a summary without a call tag: ${summarySoFar.slice(0, 200)}`);
+    else fromHeadOf[Number(previous)] = (fromHeadOf[Number(previous)] ?? 0) + 1;
+  }
+  return { total: requests.length, fromFirstHead, fromHeadOf, maxFromOneHead: Math.max(0, ...Object.values(fromHeadOf)) };
 }

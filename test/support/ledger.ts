@@ -1,0 +1,162 @@
+/**
+ * An independent ledger of appended messages, for loss accounting that does not trust the
+ * code under test. The test records every message it appended with the lineage sequence
+ * numbers the append acknowledged (`lastLineageSeq`, `count`); `check` then reads Postgres
+ * with queries of its own and finds each message either
+ *  - live in its lineage's head, exactly once and unchanged, or
+ *  - inside the lineage-sequence range (`summarised_from_seq`..`summarised_to_seq`) of a
+ *    committed compaction whose parent session held it, unchanged, and (when the test hands
+ *    over the prompts the local LLM received) whose text the summariser was really sent.
+ * It never reads the watermark or the project's audit (tests keep those assertions as a
+ * second check). Only `legacyWatermark`, for rows seeded by a test before ranges existed,
+ * accepts a compaction without a range by its watermark.
+ */
+import type { Pool } from 'pg';
+
+export interface LedgerEntry {
+  lineageId: string;
+  lineageSeq: number;
+  role: string;
+  /** The content as appended, canonical JSON. */
+  content: string;
+  /** Text the summariser's prompt must contain when the message was summarised, if any. */
+  probe?: string;
+}
+
+export interface LedgerReport {
+  checked: number;
+  live: number;
+  summarised: number;
+  /** Neither live in the head nor in a committed summarised range. */
+  lost: LedgerEntry[];
+  /** Live in the head more than once. */
+  duplicated: LedgerEntry[];
+  /** Found, but with other content or role than was appended. */
+  altered: LedgerEntry[];
+  /** Counted as summarised, but no prompt the summariser received contains it. */
+  unseenBySummariser: LedgerEntry[];
+  /** Parents with more than one child, and live sessions that are not the head, per our own queries. */
+  forks: string[];
+  orphans: string[];
+}
+
+/** JSON with object keys sorted, so jsonb's key order does not matter. */
+export function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+function probeOf(content: unknown): string | undefined {
+  if (typeof content !== 'string' || content.trim() === '') return undefined;
+  return content.slice(0, 60);
+}
+
+export class AppendLedger {
+  readonly entries: LedgerEntry[] = [];
+
+  /** Records a batch the service acknowledged, with the lineage sequence numbers it was given. */
+  record(lineageId: string, batch: ReadonlyArray<Record<string, unknown>>, ack: { lastLineageSeq: number; count: number }): void {
+    if (ack.count !== batch.length) throw new Error(`append of ${batch.length} message(s) acknowledged ${ack.count}`);
+    const first = ack.lastLineageSeq - ack.count + 1;
+    batch.forEach((m, i) =>
+      this.entries.push({ lineageId, lineageSeq: first + i, role: String(m.role), content: canonical(m.content ?? null), probe: probeOf(m.content) }),
+    );
+  }
+
+  /** Every prompt text the local LLM received, for `check({ prompts })`. */
+  static prompts(requests: ReadonlyArray<{ body: { messages: Array<{ content: unknown }> } }>): string[] {
+    return requests.map((r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n'));
+  }
+
+  async check(pool: Pool, options: { prompts?: string[]; legacyWatermark?: boolean } = {}): Promise<LedgerReport> {
+    const report: LedgerReport = { checked: 0, live: 0, summarised: 0, lost: [], duplicated: [], altered: [], unseenBySummariser: [], forks: [], orphans: [] };
+    const byLineage = new Map<string, LedgerEntry[]>();
+    for (const e of this.entries) byLineage.set(e.lineageId, [...(byLineage.get(e.lineageId) ?? []), e]);
+    const prompts = options.prompts?.join('\n\u0000\n');
+
+    for (const [lineageId, entries] of byLineage) {
+      const [lineage] = (await pool.query<{ head: string }>('select head_session_id as head from lineages where id = $1', [lineageId])).rows;
+      if (!lineage) throw new Error(`lineage ${lineageId} not found`);
+      const forks = await pool.query<{ parent: string }>(
+        'select parent_session_id as parent from sessions where lineage_id = $1 and parent_session_id is not null group by 1 having count(*) > 1',
+        [lineageId],
+      );
+      report.forks.push(...forks.rows.map((r) => r.parent));
+      const live = await pool.query<{ id: string }>('select id from sessions where lineage_id = $1 and ended_at is null and id <> $2', [lineageId, lineage.head]);
+      report.orphans.push(...live.rows.map((r) => r.id));
+
+      const headRows = (
+        await pool.query<{ lineage_seq: number; role: string; content: unknown }>(
+          'select lineage_seq, role, content from messages where session_id = $1 and archived_at is null and lineage_seq is not null',
+          [lineage.head],
+        )
+      ).rows;
+      const inHead = new Map<number, Array<{ role: string; content: string }>>();
+      for (const r of headRows) inHead.set(r.lineage_seq, [...(inHead.get(r.lineage_seq) ?? []), { role: r.role, content: canonical(r.content) }]);
+
+      const commits = (
+        await pool.query<{ parent: string; from_seq: number | null; to_seq: number | null; watermark: number | null }>(
+          `select parent_session_id as parent, summarised_from_seq as from_seq, summarised_to_seq as to_seq, watermark_seq as watermark
+           from compactions where lineage_id = $1 and outcome = 'compacted'`,
+          [lineageId],
+        )
+      ).rows;
+      const parents = [...new Set(commits.map((c) => c.parent))];
+      const parentRows = (
+        await pool.query<{ session_id: string; seq: number; lineage_seq: number; role: string; content: unknown }>(
+          'select session_id, seq, lineage_seq, role, content from messages where session_id = any($1::text[]) and lineage_seq is not null',
+          [parents],
+        )
+      ).rows;
+
+      for (const entry of entries) {
+        report.checked++;
+        const copies = inHead.get(entry.lineageSeq) ?? [];
+        if (copies.length > 0) {
+          report.live++;
+          if (copies.length > 1) report.duplicated.push(entry);
+          if (copies.some((c) => c.content !== entry.content || c.role !== entry.role)) report.altered.push(entry);
+          continue;
+        }
+        const heldBy = (parent: string, accept: (row: { seq: number }) => boolean) =>
+          parentRows.find((r) => r.session_id === parent && r.lineage_seq === entry.lineageSeq && accept(r));
+        const covering = commits
+          .map((c) => {
+            if (c.from_seq !== null && c.to_seq !== null) {
+              return entry.lineageSeq >= c.from_seq && entry.lineageSeq <= c.to_seq ? heldBy(c.parent, () => true) : undefined;
+            }
+            return options.legacyWatermark && c.watermark !== null ? heldBy(c.parent, (r) => r.seq <= c.watermark!) : undefined;
+          })
+          .find((row) => row !== undefined);
+        if (!covering) {
+          report.lost.push(entry);
+          continue;
+        }
+        report.summarised++;
+        if (canonical(covering.content) !== entry.content || covering.role !== entry.role) report.altered.push(entry);
+        if (prompts !== undefined && entry.probe && !prompts.includes(entry.probe)) report.unseenBySummariser.push(entry);
+      }
+    }
+    return report;
+  }
+}
+
+/** The problems of a report, for `expect(problems(report)).toEqual([])`. */
+export function ledgerProblems(report: LedgerReport): string[] {
+  const list = (what: string, entries: LedgerEntry[]) => (entries.length ? [`${entries.length} ${what}: ${entries.slice(0, 5).map((e) => `${e.lineageId}#${e.lineageSeq}`).join(', ')}`] : []);
+  return [
+    ...list('lost', report.lost),
+    ...list('duplicated', report.duplicated),
+    ...list('altered', report.altered),
+    ...list('summarised but never sent to the summariser', report.unseenBySummariser),
+    ...(report.forks.length ? [`forked parents: ${report.forks.join(', ')}`] : []),
+    ...(report.orphans.length ? [`orphan live sessions: ${report.orphans.join(', ')}`] : []),
+  ];
+}
