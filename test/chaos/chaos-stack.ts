@@ -28,7 +28,8 @@ export interface ChaosStack {
   workers: Set<ChildProcess>;
   startWorker(): Promise<ChildProcess>;
   killWorker(worker: ChildProcess): Promise<void>;
-  killTemporal(): Promise<void>;
+  /** SIGKILLs the Temporal dev server; resolves with the signal it died of. */
+  killTemporal(): Promise<string | undefined>;
   restartTemporal(): Promise<void>;
   audit(): Promise<AuditReport>;
   close(): Promise<void>;
@@ -53,7 +54,8 @@ export async function startChaosStack(name: string, env: Record<string, string> 
     OPENAI_API_KEY: 'chaos',
     OPENAI_BASE_URL: llm.baseURL,
     COMPACTION_MODEL: 'fake-model',
-    COMPACTION_LEASE_TTL_MS: '2000',
+    // No lease under 3 s: a loaded 2-core machine must not expire a healthy one.
+    COMPACTION_LEASE_TTL_MS: '3000',
     COMPACTION_TAIL_TOKENS: '200',
     WORKER_SHUTDOWN_GRACE_MS: '2000',
     ...env,
@@ -86,11 +88,12 @@ export async function startChaosStack(name: string, env: Record<string, string> 
       await exited;
     },
     async killTemporal() {
-      if (!server) return;
-      const exited = new Promise((resolve) => server!.process.once('exit', resolve));
+      if (!server) return undefined;
+      const exited = new Promise<string | undefined>((resolve) => server!.process.once('exit', (_code, signal) => resolve(signal ?? undefined)));
       server.process.kill('SIGKILL');
-      await exited;
+      const signal = await exited;
       server = undefined;
+      return signal;
     },
     async restartTemporal() {
       server = await startDevServer(serverOptions);

@@ -13,8 +13,11 @@ import { sql } from 'drizzle-orm';
 import type { CompactOutcome } from '../../src/client';
 import { PROJECT_ROOT } from '../../src/config';
 import { SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
+import { readWithRetry } from '../../src/db/database';
 import { compactUpdate, lineageWorkflowId } from '../../src/workflows/contract';
 import { conversation } from '../support/conversation';
+import { type SummariserCalls, summariserCallsPerHead } from '../support/fake-llm';
+import { AppendLedger, ledgerProblems } from '../support/ledger';
 import { type ChaosStack, startChaosStack } from './chaos-stack';
 
 export interface ReliabilityRow {
@@ -31,18 +34,31 @@ export interface ReliabilityRow {
   /** From the fault to every caller answered (for the storm: the longest any caller waited). */
   recoverySeconds: number | null;
   notes?: string;
+  /** The test's own loss accounting (test/support/ledger.ts): messages checked, and every problem found. */
+  ledgerChecked?: number;
+  ledgerProblems?: string[];
+  /** What shows that the fault really landed (asserted by the tests). */
+  evidence?: Record<string, number | string | boolean>;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const seconds = (ms: number) => Number((ms / 1000).toFixed(2));
 
-async function sessionsWithHistory(stack: ChaosStack, prefix: string, count: number): Promise<string[]> {
+async function sessionsWithHistory(stack: ChaosStack, prefix: string, count: number, ledger?: AppendLedger): Promise<string[]> {
   const ids = Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
   for (const id of ids) {
     await stack.client.createSession({ sessionId: id });
-    await stack.client.append(id, conversation(12));
+    const batch = conversation(12);
+    const ack = await stack.client.append(id, batch);
+    ledger?.record(id, batch, ack);
   }
   return ids;
+}
+
+/** The largest attempt number Temporal reached for any compaction (the audit row keeps it). */
+async function maxAttempts(stack: ChaosStack): Promise<number> {
+  const rows = await stack.db.db.execute(sql`select coalesce(max(attempts), 0)::int as n from compactions`);
+  return (rows.rows[0] as { n: number }).n;
 }
 
 async function committedCount(stack: ChaosStack): Promise<number> {
@@ -83,10 +99,17 @@ class Callers {
   }
 }
 
-async function row(stack: ChaosStack, base: Pick<ReliabilityRow, 'scenario' | 'faults' | 'recoverySeconds' | 'notes'>, callers: Callers): Promise<ReliabilityRow> {
+async function row(
+  stack: ChaosStack,
+  base: Pick<ReliabilityRow, 'scenario' | 'faults' | 'recoverySeconds' | 'notes' | 'evidence'>,
+  callers: Callers,
+  ledger?: AppendLedger,
+): Promise<ReliabilityRow> {
   const report = await stack.audit();
+  const own = ledger && (await ledger.check(stack.db.pool, { prompts: AppendLedger.prompts(stack.llm.requests) }));
   return {
     ...base,
+    ...(own && ledger ? { ledgerChecked: own.checked, ledgerProblems: ledgerProblems(own) } : {}),
     requests: callers.requests,
     answered: callers.answered,
     compactionsCommitted: await committedCount(stack),
@@ -106,7 +129,8 @@ export async function workerKilledMidSummary(size: { sessions: number }): Promis
   const stack = await startChaosStack('worker-kill');
   try {
     const doomed = await stack.startWorker();
-    const ids = await sessionsWithHistory(stack, 'wk', size.sessions);
+    const ledger = new AppendLedger();
+    const ids = await sessionsWithHistory(stack, 'wk', size.sessions, ledger);
     stack.llm.setDefault({ delayMs: 1500 });
     const callers = new Callers();
     for (const id of ids) void callers.send(() => stack.client.compact(id));
@@ -116,15 +140,31 @@ export async function workerKilledMidSummary(size: { sessions: number }): Promis
     await stack.startWorker();
     const answers = await callers.settle();
     const recovery = Date.now() - killedAt;
+    // The fault landed: the killed attempts were summarising, so the LLM saw more calls than
+    // there were jobs (counted at the LLM, not by the code under test), and Temporal retried.
+    const firstWaveLlmCalls = stack.llm.requests.length;
+    const firstWaveMaxAttempts = await maxAttempts(stack);
     // The queue goes on: a second compaction of every head.
     stack.llm.setDefault({});
-    for (const answer of answers) {
+    for (const [i, answer] of answers.entries()) {
       if (!answer) continue;
-      await stack.client.append(answer.sessionId, conversation(12).slice(1));
+      const batch = conversation(12).slice(1);
+      ledger.record(ids[i], batch, await stack.client.append(answer.sessionId, batch));
       await callers.send(() => stack.client.compact(answer.sessionId));
     }
     const perGeneration = await commitsPerLineage(stack);
-    return await row(stack, { scenario: 'worker SIGKILLed mid-summary', faults: `1 worker kill during ${size.sessions} summaries`, recoverySeconds: seconds(recovery), notes: `commits per (lineage, generation): max ${Math.max(...perGeneration)}` }, callers);
+    return await row(
+      stack,
+      {
+        scenario: 'worker SIGKILLed mid-summary',
+        faults: `1 worker kill during ${size.sessions} summaries`,
+        recoverySeconds: seconds(recovery),
+        notes: `commits per (lineage, generation): max ${Math.max(...perGeneration)}`,
+        evidence: { sessions: size.sessions, firstWaveLlmCalls, maxAttempts: firstWaveMaxAttempts },
+      },
+      callers,
+      ledger,
+    );
   } finally {
     await stack.close();
   }
@@ -135,17 +175,28 @@ export async function temporalKilledMidCompaction(size: { sessions: number }): P
   const stack = await startChaosStack('temporal-kill');
   try {
     await stack.startWorker();
-    const ids = await sessionsWithHistory(stack, 'tk', size.sessions);
+    const ledger = new AppendLedger();
+    const ids = await sessionsWithHistory(stack, 'tk', size.sessions, ledger);
     stack.llm.setDefault({ delayMs: 1500 });
     const callers = new Callers();
     for (const id of ids) void callers.send(() => stack.client.compact(id));
     await stack.llm.waitForRequests(1);
-    await stack.killTemporal();
+    const exited = await stack.killTemporal();
     const killedAt = Date.now();
     await sleep(1500);
     await stack.restartTemporal();
     await callers.settle();
-    return await row(stack, { scenario: 'Temporal server SIGKILLed mid-compaction', faults: `server killed for 1.5 s during ${size.sessions} summaries`, recoverySeconds: seconds(Date.now() - killedAt) }, callers);
+    return await row(
+      stack,
+      {
+        scenario: 'Temporal server SIGKILLed mid-compaction',
+        faults: `server killed for 1.5 s during ${size.sessions} summaries`,
+        recoverySeconds: seconds(Date.now() - killedAt),
+        evidence: { serverKilledBy: String(exited) },
+      },
+      callers,
+      ledger,
+    );
   } finally {
     await stack.close();
   }
@@ -167,21 +218,39 @@ export async function postgresRestartedMidCommit(size: { sessions: number }): Pr
       create trigger chaos_slow_commit before insert on sessions
         for each row when (new.parent_session_id is not null) execute function chaos_slow_commit();`));
     await stack.startWorker();
-    const ids = await sessionsWithHistory(stack, 'pr', size.sessions);
+    const ledger = new AppendLedger();
+    const ids = await sessionsWithHistory(stack, 'pr', size.sessions, ledger);
+    const startTime = async () => String((await stack.db.pool.query<{ t: string }>('select pg_postmaster_start_time()::text as t')).rows[0].t);
+    const startedBefore = await startTime();
     const callers = new Callers();
     for (const id of ids) void callers.send(() => stack.client.compact(id));
-    for (let i = 0; i < 200; i++) {
+    let commitSleeping = false;
+    for (const deadline = Date.now() + 30_000; !commitSleeping && Date.now() < deadline; ) {
       const sleeping = await stack.db.db.execute(sql`select count(*)::int as n from pg_stat_activity where wait_event = 'PgSleep'`);
-      if ((sleeping.rows[0] as { n: number }).n > 0) break;
-      await sleep(50);
+      commitSleeping = (sleeping.rows[0] as { n: number }).n > 0;
+      if (!commitSleeping) await sleep(50);
     }
     await stack.pg.stop();
     const stoppedAt = Date.now();
     await sleep(1000);
     await stack.pg.start();
     await callers.settle();
+    const startedAfter = await readWithRetry(startTime);
     const perGeneration = await commitsPerLineage(stack);
-    return await row(stack, { scenario: 'Postgres restarted mid-commit', faults: `restart (1 s down) during an open commit, ${size.sessions} compactions`, recoverySeconds: seconds(Date.now() - stoppedAt), notes: `commits per (lineage, generation): max ${Math.max(...perGeneration)}` }, callers);
+    return await row(
+      stack,
+      {
+        scenario: 'Postgres restarted mid-commit',
+        faults: `restart (1 s down) during an open commit, ${size.sessions} compactions`,
+        recoverySeconds: seconds(Date.now() - stoppedAt),
+        notes: `commits per (lineage, generation): max ${Math.max(...perGeneration)}`,
+        // The fault landed: a commit was inside its transaction when Postgres went down, and
+        // the server that answers afterwards is a new one (its start time moved).
+        evidence: { commitSleeping, startedBefore, startedAfter, restarted: startedBefore !== startedAfter },
+      },
+      callers,
+      ledger,
+    );
   } finally {
     await stack.close();
   }
@@ -189,7 +258,7 @@ export async function postgresRestartedMidCommit(size: { sessions: number }): Pr
 
 /** 4. LLM faults from the local OpenAI-compatible server, one compaction each. */
 export async function llmFaults(): Promise<ReliabilityRow> {
-  const stack = await startChaosStack('llm', { COMPACTION_LEASE_TTL_MS: '1000' });
+  const stack = await startChaosStack('llm');
   try {
     await stack.startWorker();
     const faults = [
@@ -198,9 +267,10 @@ export async function llmFaults(): Promise<ReliabilityRow> {
       { name: '500', behaviours: [{ status: 500 }], expect: 'compacted' },
       { name: 'connection reset', behaviours: [{ reset: true }], expect: 'compacted' },
       { name: 'stream stalled > TTL', behaviours: [{ chunks: 4, stallAfterChunks: 1 }], expect: 'compacted' },
-      { name: 'slow stream over 4 TTLs', behaviours: [{ chunks: 10, chunkDelayMs: 400 }], expect: 'compacted' },
+      { name: 'slow stream over 4 TTLs', behaviours: [{ chunks: 10, chunkDelayMs: 1300 }], expect: 'compacted' },
     ];
-    const ids = await sessionsWithHistory(stack, 'llm', faults.length);
+    const ledger = new AppendLedger();
+    const ids = await sessionsWithHistory(stack, 'llm', faults.length, ledger);
     const callers = new Callers();
     const unexpected: string[] = [];
     for (const [i, fault] of faults.entries()) {
@@ -208,42 +278,94 @@ export async function llmFaults(): Promise<ReliabilityRow> {
       const answer = await callers.send(() => stack.client.compact(ids[i]));
       if (answer?.outcome !== fault.expect) unexpected.push(`${fault.name}: ${answer?.outcome}`);
     }
-    return await row(stack, { scenario: 'LLM faults', faults: faults.map((f) => f.name).join(', '), recoverySeconds: null, notes: unexpected.length ? `unexpected: ${unexpected.join('; ')}` : '401 aborted, the rest compacted' }, callers);
+    return await row(
+      stack,
+      { scenario: 'LLM faults', faults: faults.map((f) => f.name).join(', '), recoverySeconds: null, notes: unexpected.length ? `unexpected: ${unexpected.join('; ')}` : '401 aborted, the rest compacted' },
+      callers,
+      ledger,
+    );
   } finally {
     await stack.close();
   }
 }
 
 /** 5. Several workers, one killed at random moments, during a storm of compactions and appends. */
-export async function workerStorm(size: { workers: number; sessions: number; seconds: number }): Promise<ReliabilityRow & { acknowledgedAppends: number; missingAppends: number }> {
-  const stack = await startChaosStack('storm');
+export interface StormOptions {
+  workers: number;
+  sessions: number;
+  seconds: number;
+  /** Seeds every random choice of the storm (victims, pauses); printed, so a run can be repeated. */
+  seed?: number;
+  /** SIGKILL a random worker every 2 to 5 s (default true). */
+  kills?: boolean;
+  /**
+   * Drop the database's fork guards first (the unique-child index and the ended-session
+   * trigger), to prove that the workflow alone prevents forks.
+   */
+  dropGuards?: boolean;
+  /** Tag every summary with its LLM call number (see summariserCallsPerHead). */
+  tagCalls?: boolean;
+  env?: Record<string, string>;
+}
+
+export type StormRow = ReliabilityRow & {
+  acknowledgedAppends: number;
+  missingAppends: number;
+  appendErrors: number;
+  seed: number;
+  guardsDropped: boolean;
+  /** Rotations counted by our own query (children in the sessions table). */
+  childSessions: number;
+  /** Jobs that got as far as the summariser (committed, or refused by a gate after summarising). */
+  summarisedJobs: number;
+  refusedAfterSummary: number;
+  calls?: SummariserCalls;
+};
+
+export async function workerStorm(size: StormOptions): Promise<StormRow> {
+  const seed = size.seed ?? Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000_000);
+  console.log(`worker storm: seed ${seed} (repeat with CHAOS_SEED=${seed})`);
+  const r = prng(seed);
+  const stack = await startChaosStack(size.dropGuards ? 'storm-unguarded' : 'storm', size.env);
   try {
+    let guardsDropped = false;
+    if (size.dropGuards) {
+      await stack.db.pool.query('drop index sessions_one_child_per_parent');
+      await stack.db.pool.query('drop trigger messages_live_sessions_only on messages');
+      guardsDropped = (await guardsPresent(stack.db.pool)).length === 0;
+    }
     for (let i = 0; i < size.workers; i++) await stack.startWorker();
-    const ids = await sessionsWithHistory(stack, 'st', size.sessions);
-    stack.llm.setDefault({ delayMs: 300 });
+    const ledger = new AppendLedger();
+    const ids = await sessionsWithHistory(stack, 'st', size.sessions, ledger);
+    stack.llm.setDefault({ delayMs: 300, tagCalls: size.tagCalls });
     const callers = new Callers();
-    const acked: string[] = [];
+    let appended = 0;
     let appendErrors = 0;
+    let firstAppendError: string | undefined;
     let running = true;
     let longestWait = 0;
     let kills = 0;
     const loops: Array<Promise<void>> = [];
     for (const id of ids) {
+      const pauses = prng(r.int(2 ** 31));
       loops.push(
         (async () => {
           for (let n = 0; running; n++) {
             const marker = `${id}/a${n}`;
+            const batch = [{ role: 'user', content: `${marker} next step please` }, { role: 'assistant', content: `done ${marker}` }];
             try {
-              await stack.client.append(id, [{ role: 'user', content: `${marker} next step please` }, { role: 'assistant', content: `done ${marker}` }]);
-              acked.push(marker);
-            } catch {
+              ledger.record(id, batch, await stack.client.append(id, batch));
+              appended++;
+            } catch (error) {
               appendErrors++;
+              firstAppendError ??= String((error as Error).message ?? error);
             }
-            await sleep(100 + Math.random() * 200);
+            await sleep(100 + pauses.next() * 200);
           }
         })(),
       );
       for (let c = 0; c < 2; c++) {
+        const callerPauses = prng(r.int(2 ** 31));
         loops.push(
           (async () => {
             while (running) {
@@ -251,7 +373,7 @@ export async function workerStorm(size: { workers: number; sessions: number; sec
               const started = Date.now();
               await callers.send(() => stack.client.compact(head, { force: true }));
               longestWait = Math.max(longestWait, Date.now() - started);
-              await sleep(200 + Math.random() * 600);
+              await sleep(200 + callerPauses.next() * 600);
             }
           })(),
         );
@@ -259,9 +381,10 @@ export async function workerStorm(size: { workers: number; sessions: number; sec
     }
     const deadline = Date.now() + size.seconds * 1000;
     while (Date.now() < deadline) {
-      await sleep(2000 + Math.random() * 3000);
+      await sleep(Math.min(2000 + r.next() * 3000, Math.max(0, deadline - Date.now())));
+      if (size.kills === false || Date.now() >= deadline) continue;
       const victims = [...stack.workers];
-      const victim = victims[Math.floor(Math.random() * victims.length)];
+      const victim = victims[r.int(victims.length)];
       if (victim) {
         await stack.killWorker(victim);
         kills++;
@@ -271,18 +394,49 @@ export async function workerStorm(size: { workers: number; sessions: number; sec
     running = false;
     await Promise.all(loops);
     await callers.settle();
-    const stored = await stack.db.db.execute(sql`select content #>> '{}' as c from messages where written_by_compaction is null and role = 'user'`);
-    const markers = new Set(stored.rows.map((r) => String((r as { c: string }).c).split(' ')[0]));
-    const missing = acked.filter((m) => !markers.has(m)).length;
+    const own = await ledger.check(stack.db.pool, { prompts: AppendLedger.prompts(stack.llm.requests) });
+    const children = await stack.db.pool.query<{ n: number }>('select count(*)::int as n from sessions where parent_session_id is not null');
+    const jobs = await stack.db.pool.query<{ summarised: number; refused: number }>(
+      `select count(distinct id) filter (where outcome = 'compacted' or (outcome = 'refused' and summariser_prompt_tokens is not null))::int as summarised,
+              count(distinct id) filter (where outcome = 'refused' and summariser_prompt_tokens is not null)::int as refused
+       from compactions`,
+    );
     const base = await row(
       stack,
-      { scenario: 'worker storm', faults: `${kills} random worker kills, ${size.workers} workers, ${size.sessions} sessions, ${size.seconds} s`, recoverySeconds: seconds(longestWait), notes: `${acked.length} appends acknowledged, ${appendErrors} refused` },
+      {
+        scenario: size.dropGuards ? 'worker storm, fork guards dropped' : 'worker storm',
+        faults: `${size.kills === false ? 'no' : kills} random worker kills, ${size.workers} workers, ${size.sessions} sessions, ${size.seconds} s, seed ${seed}${size.dropGuards ? ', unique-child index and ended-session trigger dropped' : ''}`,
+        recoverySeconds: seconds(longestWait),
+        notes: `${appended} appends acknowledged, ${appendErrors} failed${firstAppendError ? ` (first: ${firstAppendError.slice(0, 120)})` : ''}`,
+        evidence: { kills, seed },
+      },
       callers,
+      ledger,
     );
-    return { ...base, acknowledgedAppends: acked.length, missingAppends: missing };
+    return {
+      ...base,
+      acknowledgedAppends: appended,
+      missingAppends: own.lost.length,
+      appendErrors,
+      seed,
+      guardsDropped,
+      childSessions: children.rows[0].n,
+      summarisedJobs: jobs.rows[0].summarised,
+      refusedAfterSummary: jobs.rows[0].refused,
+      ...(size.tagCalls ? { calls: summariserCallsPerHead(stack.llm.requests) } : {}),
+    };
   } finally {
     await stack.close();
   }
+}
+
+/** The fork guards of the schema that are still present (by name). */
+export async function guardsPresent(pool: import('pg').Pool): Promise<string[]> {
+  const { rows } = await pool.query<{ name: string }>(
+    `select indexname as name from pg_indexes where indexname = 'sessions_one_child_per_parent'
+     union all select tgname from pg_trigger where tgname = 'messages_live_sessions_only'`,
+  );
+  return rows.map((r) => r.name);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -425,7 +579,7 @@ export async function badInput(size: { iterations: number; cliRuns: number; seed
       const failedTasks = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
       if (description.status.name !== 'RUNNING' || failedTasks > 0) untyped.push(`workflow ${description.status.name} with ${failedTasks} failed task(s)`);
       const after2 = await callers.send(() => stack.client.compact(target));
-      if (after2?.outcome !== 'compacted') untyped.push(`a valid compaction after the fuzz: ${after2?.outcome}`);
+      if (after2?.outcome !== 'compacted') untyped.push(`a valid compaction after the fuzz: ${after2?.outcome}${after2?.reason ? ` (${after2.reason})` : ''}`);
     } finally {
       await connection.close();
     }
