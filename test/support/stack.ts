@@ -20,14 +20,14 @@ import { spawnWorkerProcess, type WorkerProcess } from './worker-process';
 
 export { conversation } from './conversation';
 
-async function cloneTemplateDatabase(templateUrl: string): Promise<string> {
+async function cloneTemplateDatabase(templateUrl: string, options: { empty?: boolean } = {}): Promise<string> {
   const name = `t_${randomUUID().replace(/-/g, '').slice(0, 16)}`;
   const admin = new URL(templateUrl);
   const templateName = admin.pathname.slice(1);
   admin.pathname = '/postgres';
   const pool = new Pool({ connectionString: admin.toString(), max: 1 });
   try {
-    await pool.query(`CREATE DATABASE ${name} TEMPLATE ${templateName}`);
+    await pool.query(options.empty ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} TEMPLATE ${templateName}`);
   } finally {
     await pool.end();
   }
@@ -42,6 +42,8 @@ export interface TestStackOptions {
   /** Do not start an in-process worker (a test starts worker processes itself). */
   noWorker?: boolean;
   worker?: Partial<SessionWorkerOptions>;
+  /** Start from an empty database (no migrations run) instead of a clone of the migrated template. */
+  emptyDatabase?: boolean;
 }
 
 export interface TestStack {
@@ -62,7 +64,7 @@ export interface TestStack {
 export async function startTestStack(options: TestStackOptions = {}): Promise<TestStack> {
   const stack = inject('stack');
   const llm = await startFakeLlm();
-  const databaseUrl = await cloneTemplateDatabase(stack.databaseUrl);
+  const databaseUrl = await cloneTemplateDatabase(stack.databaseUrl, { empty: options.emptyDatabase });
   const env: Record<string, string> = {
     TEMPORAL_ADDRESS: stack.temporalAddress,
     TEMPORAL_TASK_QUEUE: `test-${randomUUID()}`,
