@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { commitCompaction } from '../src/db/session-store';
 import { InvalidInputError, SessionConflictError, SessionNotFoundError } from '../src/errors';
 import { lineageWorkflowId } from '../src/workflows/contract';
+import { AppendLedger, ledgerProblems } from './support/ledger';
 import { conversation, uniqueId, useTestStack } from './support/stack';
 
 const stack = useTestStack();
@@ -33,13 +34,14 @@ describe('transcripts stay out of workflow history', () => {
 });
 
 /** Writers append continuously while compactions run; returns every acknowledged marker. */
-async function appendWhileCompacting(root: string, compactions: number) {
+async function appendWhileCompacting(root: string, compactions: number, ledger: AppendLedger) {
   const acked: string[] = [];
   let writing = true;
   const writer = async (w: number) => {
     for (let n = 0; writing; n++) {
       const marker = `w${w}-${n}`;
-      await stack().client.append(root, [{ role: 'user', content: `${marker} please continue` }, { role: 'assistant', content: `ack ${marker}` }]);
+      const batch = [{ role: 'user', content: `${marker} please continue` }, { role: 'assistant', content: `ack ${marker}` }];
+      ledger.record(root, batch, await stack().client.append(root, batch));
       acked.push(marker);
     }
   };
@@ -55,7 +57,12 @@ async function appendWhileCompacting(root: string, compactions: number) {
   return { acked, committed };
 }
 
-async function expectNothingLost(root: string, acked: string[]) {
+async function expectNothingLost(root: string, acked: string[], ledger: AppendLedger) {
+  // The test's own ledger: every acknowledged message live once in the head, or inside a
+  // committed summarised range and sent to the summariser.
+  const own = await ledger.check(stack().db.pool, { prompts: AppendLedger.prompts(stack().llm.requests) });
+  expect(ledgerProblems(own)).toEqual([]);
+  expect(own.summarised).toBeGreaterThan(0);
   const report = await stack().client.audit();
   expect(report).toMatchObject({ lostMessages: 0, duplicatedMessages: 0, sequenceGaps: 0, forks: 0, orphans: 0, writesAfterEnd: 0 });
   // Independently of the audit: each acknowledged append is in the database exactly once as
@@ -77,15 +84,61 @@ describe('no lost write', () => {
   it.each(['rotate', 'in_place'] as const)('appends during many compactions (%s) are all kept, once, in order', async (mode) => {
     const root = uniqueId(`nl-${mode}`);
     await stack().client.createSession({ sessionId: root, mode });
-    await stack().client.append(root, conversation(10));
+    const ledger = new AppendLedger();
+    const history = conversation(10);
+    ledger.record(root, history, await stack().client.append(root, history));
     stack().llm.setDefault({ delayMs: 150 }); // summaries take long enough for appends to land meanwhile
-    const { acked, committed } = await appendWhileCompacting(root, 6);
+    const { acked, committed } = await appendWhileCompacting(root, 6, ledger);
     expect(committed).toBe(6);
     expect(acked.length).toBeGreaterThan(20);
     // The watermark path was exercised: some commit carried appends made during its summary.
     const carried = await rowsOf(sql`select count(*)::int as n from messages m join sessions s on s.id = m.session_id where s.lineage_id = ${root} and m.origin_message_id is not null`);
     expect(carried[0].n).toBeGreaterThan(0);
-    await expectNothingLost(root, acked);
+    await expectNothingLost(root, acked, ledger);
+  });
+});
+
+describe('the test ledger itself', () => {
+  it('catches a lost, a duplicated and an altered message, a range that covers nothing, and a message the summariser never saw', async () => {
+    const root = uniqueId('ledger');
+    await stack().client.createSession({ sessionId: root });
+    const ledger = new AppendLedger();
+    const history = conversation(10);
+    ledger.record(root, history, await stack().client.append(root, history));
+    const { sessionId: head } = await stack().client.compact(root);
+    const later = [{ role: 'user', content: 'after the commit' }];
+    ledger.record(root, later, await stack().client.append(head, later));
+    const prompts = AppendLedger.prompts(stack().llm.requests);
+    const clean = await ledger.check(stack().db.pool, { prompts });
+    expect(ledgerProblems(clean)).toEqual([]);
+    expect(clean.summarised).toBeGreaterThan(0);
+    expect(clean.live).toBeGreaterThan(0);
+
+    // Each fault in a transaction of its own, rolled back; the ledger reads through it.
+    const client = await stack().db.pool.connect();
+    const withFault = async (fault: string, check: (report: Awaited<ReturnType<AppendLedger['check']>>) => void, options = { prompts }) => {
+      await client.query('begin');
+      try {
+        await client.query(fault, [head]);
+        check(await ledger.check(client as unknown as import('pg').Pool, options));
+      } finally {
+        await client.query('rollback');
+      }
+    };
+    try {
+      const last = `(select max(seq) from messages where session_id = $1)`;
+      await withFault(`delete from messages where session_id = $1 and seq = ${last}`, (r) => expect(r.lost).toHaveLength(1));
+      await withFault(
+        `insert into messages (session_id, seq, role, content, token_estimate, lineage_seq)
+         select session_id, seq + 1000, role, content, token_estimate, lineage_seq from messages where session_id = $1 and seq = ${last}`,
+        (r) => expect(r.duplicated).toHaveLength(1),
+      );
+      await withFault(`update messages set content = '"tampered"' where session_id = $1 and seq = ${last}`, (r) => expect(r.altered).toHaveLength(1));
+      await withFault(`update compactions set summarised_to_seq = summarised_from_seq - 1 where child_session_id = $1`, (r) => expect(r.lost).toHaveLength(clean.summarised));
+      await withFault('select $1::text', (r) => expect(r.unseenBySummariser.length).toBeGreaterThan(0), { prompts: [] });
+    } finally {
+      client.release();
+    }
   });
 });
 

@@ -17,7 +17,9 @@ import { summariserCallsPerHead } from './support/fake-llm';
 import { AppendLedger, ledgerProblems } from './support/ledger';
 import { childrenOf, conversation, uniqueId, useTestStack } from './support/stack';
 
-const stack = useTestStack();
+// A long lease: no healthy attempt is expired by a loaded machine, so every summariser call
+// belongs to exactly one job and the counts below are exact.
+const stack = useTestStack({ env: { COMPACTION_LEASE_TTL_MS: '15000' } });
 
 async function dropGuards() {
   const pool = stack().db.pool;
