@@ -30,7 +30,7 @@ let provider: StrictProvider;
 let stack: TestStack;
 
 beforeAll(async () => {
-  provider = await startStrictProvider({ seed: SEED, summariserModel: 'summary-model', largeArgumentsChance: 0.2 });
+  provider = await startStrictProvider({ seed: SEED, summariserModel: 'summary-model', largeArgumentsChance: 0.3, summaryDelayMs: 50 });
   stack = await startTestStack({
     env: {
       // The worker's summariser talks to the strict provider too.
@@ -98,7 +98,7 @@ describe.each(['rotate', 'in_place'] as const)('an agent loop against a strict p
   it(`runs ${TURNS} turns through at least ${MIN_COMPACTIONS} compactions with every request accepted and nothing lost`, async () => {
     const sessionId = uniqueId(`agent-${mode}`);
     await stack.client.createSession({ sessionId, mode, compactAtTokens: THRESHOLD_TOKENS });
-    const agent = new ScriptedAgent({ client: stack.client, baseURL: provider.baseURL, sessionId, seed: SEED + (mode === 'rotate' ? 1 : 2) });
+    const agent = new ScriptedAgent({ client: stack.client, baseURL: provider.baseURL, sessionId, seed: SEED + (mode === 'rotate' ? 1 : 2), waitWithOpenCallChance: 0.85 });
     const rejectionsBefore = provider.rejections.length;
     const summariserRequestsBefore = provider.requests.filter((r) => r.caller === 'summariser').length;
     const second = startSecondCaller(agent, SEED + 3);
@@ -120,7 +120,11 @@ describe.each(['rotate', 'in_place'] as const)('an agent loop against a strict p
     const generations = new Set([...agent.compacted, ...second.state.compacted].map((r) => r.generation));
     const rejections = provider.rejections.slice(rejectionsBefore);
     const summariserRequests = provider.requests.filter((r) => r.caller === 'summariser').length - summariserRequestsBefore;
+    const rows = await auditRows(stack.db.db, sessionId);
+    // From the service's audit, for the report only: compactions that carried appends made while they ran.
+    const carrying = rows.filter((r) => r.outcome === 'compacted' && /^carried/.test(r.reason ?? '')).length;
     const report = {
+      carrying,
       mode,
       elapsedMs,
       appended: agent.ledger.length,
@@ -150,7 +154,6 @@ describe.each(['rotate', 'in_place'] as const)('an agent loop against a strict p
     // Every message the agent appended is in the head verbatim or in a summarised range.
     const head = await stack.client.transcript(sessionId);
     const inHead = new Set(head.messages.map(({ seq: _seq, ...m }) => canonical(m)));
-    const rows = await auditRows(stack.db.db, sessionId);
     // summarisedFromSeq / summarisedToSeq: inclusive lineage sequence numbers (issue 10).
     const ranges = rows
       .filter((r) => r.outcome === 'compacted')

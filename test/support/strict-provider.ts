@@ -188,6 +188,8 @@ export interface StrictProviderOptions {
   summariserModel?: string;
   /** Chance that a tool-call reply carries one call with large arguments (5-20 KB). */
   largeArgumentsChance?: number;
+  /** Latency of each summary answer, so that appends land while a summary runs. */
+  summaryDelayMs?: number;
 }
 
 export type Caller = 'agent' | 'summariser' | 'other';
@@ -297,6 +299,7 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
       reply = nextAgentReply(messages);
       agentReplies.push(reply);
     } else {
+      if (options.summaryDelayMs) await new Promise((resolve) => setTimeout(resolve, options.summaryDelayMs));
       summaryCounter++;
       const input = messages.map((m) => (typeof m.content === 'string' ? m.content.length : 0)).reduce((a, b) => a + b, 0);
       reply = { kind: 'answer', content: `Goal: continue the coding work.\nCompleted actions: summary ${summaryCounter} of ${input} characters.` };
