@@ -182,7 +182,7 @@ export type AgentReply = { kind: 'tool_calls'; content: string | null; toolCalls
 export interface StrictProviderOptions {
   /** Seed of the agent script. */
   seed?: number;
-  /** The model the scripted agent asks for. */
+  /** The model the scripted agent asks for; any model starting with it is an agent with its own script. */
   agentModel?: string;
   /** The model the summariser asks for (COMPACTION_MODEL of the worker). */
   summariserModel?: string;
@@ -227,38 +227,50 @@ function isSummariserRequest(body: { model?: unknown; messages?: unknown }, summ
 
 export async function startStrictProvider(options: StrictProviderOptions = {}): Promise<StrictProvider> {
   const agentModel = options.agentModel ?? 'agent-model';
-  const rand = seededRandom(options.seed ?? 1);
   const largeArgumentsChance = options.largeArgumentsChance ?? 0.15;
   const requests: ProviderRequest[] = [];
   const rejections: ProviderRequest[] = [];
   const agentReplies: AgentReply[] = [];
   const sockets = new Set<import('node:net').Socket>();
-  let callCounter = 0;
-  let replyCounter = 0;
   let summaryCounter = 0;
+  // One script per agent model (`agent-model`, `agent-model-2`, ...), each seeded from the
+  // seed and its name, so agents running at once each get a reproducible script.
+  const scripts = new Map<string, { rand: () => number; calls: number; replies: number; tag: string }>();
+  const scriptOf = (model: string) => {
+    let script = scripts.get(model);
+    if (!script) {
+      let h = options.seed ?? 1;
+      for (const ch of model) h = (Math.imul(h, 31) + ch.charCodeAt(0)) >>> 0;
+      script = { rand: seededRandom(h), calls: 0, replies: 0, tag: `${options.seed ?? 1}${model === agentModel ? '' : `_${h.toString(36)}`}` };
+      scripts.set(model, script);
+    }
+    return script;
+  };
 
-  function nextAgentReply(messages: WireMessage[]): AgentReply {
-    replyCounter++;
+  function nextAgentReply(model: string, messages: WireMessage[]): AgentReply {
+    const script = scriptOf(model);
+    const { rand } = script;
+    const replyNo = ++script.replies;
     const last = messages[messages.length - 1];
     // A fresh user request always starts work with tools; otherwise mostly more tools.
     if (last?.role !== 'user' && rand() < 0.2) {
-      return { kind: 'answer', content: `Answer ${replyCounter}: the step is done and the tests pass.` };
+      return { kind: 'answer', content: `Answer ${replyNo}: the step is done and the tests pass.` };
     }
     const calls = rand() < 0.35 ? 2 + Math.floor(rand() * 2) : 1;
     const large = rand() < largeArgumentsChance ? Math.floor(rand() * calls) : -1;
     const toolCalls: ScriptedToolCall[] = [];
     for (let k = 0; k < calls; k++) {
-      callCounter++;
-      const id = `call_${options.seed ?? 1}_${callCounter}`;
+      const n = ++script.calls;
+      const id = `call_${script.tag}_${n}`;
       if (k === large) {
-        const text = fillerText(rand, 5_000 + Math.floor(rand() * 15_000), `edit-${callCounter}`);
-        toolCalls.push({ id, type: 'function', function: { name: 'edit_file', arguments: JSON.stringify({ path: `src/file-${callCounter}.ts`, content: text }) } });
+        const text = fillerText(rand, 5_000 + Math.floor(rand() * 15_000), `edit-${n}`);
+        toolCalls.push({ id, type: 'function', function: { name: 'edit_file', arguments: JSON.stringify({ path: `src/file-${n}.ts`, content: text }) } });
       } else {
         const name = TOOLS[Math.floor(rand() * TOOLS.length)];
-        toolCalls.push({ id, type: 'function', function: { name, arguments: JSON.stringify({ target: `src/module-${callCounter}.ts` }) } });
+        toolCalls.push({ id, type: 'function', function: { name, arguments: JSON.stringify({ target: `src/module-${n}.ts` }) } });
       }
     }
-    return { kind: 'tool_calls', content: rand() < 0.5 ? null : `Reply ${replyCounter}: running ${calls} tool(s).`, toolCalls };
+    return { kind: 'tool_calls', content: rand() < 0.5 ? null : `Reply ${replyNo}: running ${calls} tool(s).`, toolCalls };
   }
 
   const server = http.createServer(async (req, res) => {
@@ -274,7 +286,7 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
     } catch {
       body = undefined as never;
     }
-    const caller: Caller = body && isSummariserRequest(body, options.summariserModel) ? 'summariser' : body?.model === agentModel ? 'agent' : 'other';
+    const caller: Caller = body && isSummariserRequest(body, options.summariserModel) ? 'summariser' : typeof body?.model === 'string' && body.model.startsWith(agentModel) ? 'agent' : 'other';
     const error = validateChatRequest(body);
     const record: ProviderRequest = {
       caller,
@@ -296,7 +308,7 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
     const messages = body.messages as WireMessage[];
     let reply: AgentReply;
     if (caller === 'agent') {
-      reply = nextAgentReply(messages);
+      reply = nextAgentReply(model, messages);
       agentReplies.push(reply);
     } else {
       if (options.summaryDelayMs) await new Promise((resolve) => setTimeout(resolve, options.summaryDelayMs));
