@@ -66,7 +66,7 @@ describe('the strict provider validates like the OpenAI chat API', () => {
     expect(ask(user(), assistantCalls('a'), result('a'))).toBeNull();
   });
 
-  it('refuses unknown roles, tool messages without an id, and an empty or missing messages array', () => {
+  it('refuses unknown roles, names OpenAI does not allow, tool messages without an id, and an empty or missing messages array', () => {
     expect(ask(user(), { role: 'robot', content: 'beep' })).toEqual({
       message: "Invalid value: 'robot'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.",
       type: 'invalid_request_error',
@@ -80,6 +80,13 @@ describe('the strict provider validates like the OpenAI chat API', () => {
       param: 'messages',
       code: 'empty_array',
     });
+    expect(ask({ role: 'user', name: 'bad name', content: 'x' })).toEqual({
+      message: "Invalid 'messages[0].name': string does not match pattern. Expected a string that matches the pattern '^[^\\s<|\\\\/>]+$'.",
+      type: 'invalid_request_error',
+      param: 'messages[0].name',
+      code: 'invalid_value',
+    });
+    expect(ask({ role: 'user', name: 'context_summary', content: 'x' })).toBeNull();
     expect(validateChatRequest({ model: 'agent-model' })?.code).toBe('missing_required_parameter');
     expect(validateChatRequest({ messages: [user()] })?.message).toBe('you must provide a model parameter');
   });

@@ -99,6 +99,9 @@ export function validateChatRequest(body: unknown): OpenAiError | null {
     } else if (typeof content !== 'string' && !Array.isArray(content)) {
       return invalid(`Invalid type for 'messages[${i}].content': expected one of a string or array of objects, but got an object instead.`, `messages[${i}].content`, 'invalid_type');
     }
+    if (m.name !== undefined && (typeof m.name !== 'string' || !/^[^\s<|\\/>]+$/.test(m.name))) {
+      return invalid(`Invalid 'messages[${i}].name': string does not match pattern. Expected a string that matches the pattern '^[^\\s<|\\\\/>]+$'.`, `messages[${i}].name`, 'invalid_value');
+    }
     if (m.role === 'tool' && typeof m.tool_call_id !== 'string') {
       return invalid("Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'.", `messages.[${i}].tool_call_id`);
     }
