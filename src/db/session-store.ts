@@ -5,7 +5,7 @@
  */
 import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { ChatMessage } from '../compaction/messages';
-import { estimateTokens } from '../compaction/tokens';
+import type { GateReport } from '../compaction/gates';
 import { LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
 import { childSessionId, type CompactionMode } from '../workflows/contract';
 import type { Database } from './database';
@@ -21,8 +21,27 @@ export interface LineageInfo {
   mode: CompactionMode;
   source: string | null;
   compactAtTokens: number | null;
+  model: string | null;
+  contextWindow: number | null;
   closed: boolean;
 }
+
+/**
+ * How appends request compactions on their own (the threshold policy). An append that leaves
+ * the head at or above the lineage's threshold requests one when no request of the appends is
+ * pending for the current generation (a pending one older than `resendAfterMs` counts as
+ * lost) and no cooldown runs. A job that is refused, aborted or leaves the head above the
+ * threshold starts the next cooldown of the ladder; one that brings it under resets it.
+ */
+export interface AutoCompactionPolicy {
+  cooldownsMs: number[];
+  resendAfterMs: number;
+}
+
+export const DEFAULT_AUTO_COMPACTION_POLICY: AutoCompactionPolicy = {
+  cooldownsMs: [60_000, 5 * 60_000, 15 * 60_000],
+  resendAfterMs: 5 * 60_000,
+};
 
 export interface SessionMessage extends ChatMessage {
   seq: number;
@@ -32,6 +51,7 @@ function messageRow(
   sessionId: string,
   seq: number,
   m: ChatMessage,
+  tokens: number,
   extra: { lineageSeq?: number | null; originMessageId?: number | null; writtenByCompaction?: string } = {},
 ) {
   return {
@@ -42,7 +62,7 @@ function messageRow(
     toolCalls: m.tool_calls ?? null,
     toolCallId: m.tool_call_id ?? null,
     name: m.name ?? null,
-    tokenEstimate: estimateTokens(m),
+    tokenEstimate: tokens,
     lineageSeq: extra.lineageSeq ?? null,
     originMessageId: extra.originMessageId ?? null,
     writtenByCompaction: extra.writtenByCompaction ?? null,
@@ -52,12 +72,20 @@ function messageRow(
 /** Creates a lineage with its root session. Idempotent for the same parameters. */
 export async function createSession(
   db: Database,
-  input: { sessionId: string; source?: string; mode: CompactionMode; compactAtTokens?: number },
+  input: { sessionId: string; source?: string; mode: CompactionMode; compactAtTokens?: number; model?: string; contextWindow?: number },
 ): Promise<LineageInfo> {
   return db.transaction(async (tx) => {
     const inserted = await tx
       .insert(lineages)
-      .values({ id: input.sessionId, headSessionId: input.sessionId, mode: input.mode, source: input.source ?? null, compactAtTokens: input.compactAtTokens ?? null })
+      .values({
+        id: input.sessionId,
+        headSessionId: input.sessionId,
+        mode: input.mode,
+        source: input.source ?? null,
+        compactAtTokens: input.compactAtTokens ?? null,
+        model: input.model ?? null,
+        contextWindow: input.contextWindow ?? null,
+      })
       .onConflictDoNothing()
       .returning({ id: lineages.id });
     if (inserted.length === 1) {
@@ -69,6 +97,8 @@ export async function createSession(
         mode: input.mode,
         source: input.source ?? null,
         compactAtTokens: input.compactAtTokens ?? null,
+        model: input.model ?? null,
+        contextWindow: input.contextWindow ?? null,
         closed: false,
       };
     }
@@ -81,6 +111,10 @@ export async function createSession(
     if ((lineage.source ?? undefined) !== input.source) throw new SessionConflictError(input.sessionId, `with source ${JSON.stringify(lineage.source)}`);
     if ((lineage.compactAtTokens ?? undefined) !== input.compactAtTokens) {
       throw new SessionConflictError(input.sessionId, `with compactAtTokens ${JSON.stringify(lineage.compactAtTokens)}`);
+    }
+    if ((lineage.model ?? undefined) !== input.model) throw new SessionConflictError(input.sessionId, `with model ${JSON.stringify(lineage.model)}`);
+    if ((lineage.contextWindow ?? undefined) !== input.contextWindow) {
+      throw new SessionConflictError(input.sessionId, `with contextWindow ${JSON.stringify(lineage.contextWindow)}`);
     }
     return lineage;
   });
@@ -104,6 +138,8 @@ function lineageInfo(row: LineageRow): LineageInfo {
     mode: row.mode,
     source: row.source,
     compactAtTokens: row.compactAtTokens,
+    model: row.model,
+    contextWindow: row.contextWindow,
     closed: row.closedAt !== null,
   };
 }
@@ -119,46 +155,101 @@ export interface AppendResult {
   firstSeq: number;
   lastSeq: number;
   count: number;
-  /** Estimated tokens of the head after the append. */
+  /** Tokens of the head after the append (counted with the lineage model's tokenizer, or estimated). */
   headTokens: number;
-  /** True when this append took the head across the lineage's compaction threshold. */
-  crossedThreshold: boolean;
   /** The lineage sequence number of the last message appended. */
   lastLineageSeq: number;
+  /** Set when this append requested an automatic compaction: the request id to send it under. */
+  autoCompactionRequestId?: string;
 }
 
 /**
  * Appends to the lineage's head, whichever session id of the lineage is given. The lineage
  * row is locked for the few milliseconds of the insert, which orders appends against a
  * compaction's commit: an append lands either before the commit (and is carried into the
- * new head) or after it (in the new head). Messages must be validated by the caller.
+ * new head) or after it (in the new head). Messages must be validated by the caller, and
+ * `tokens[i]` is message i's token count. The same statement decides, under the same lock,
+ * whether this append requests an automatic compaction (see AutoCompactionPolicy).
  */
-export async function appendMessages(db: Database, sessionId: string, batch: readonly ChatMessage[]): Promise<AppendResult> {
+export async function appendMessages(
+  db: Database,
+  sessionId: string,
+  batch: readonly ChatMessage[],
+  tokens: readonly number[],
+  policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
+): Promise<AppendResult> {
   return db.transaction(async (tx) => {
     const lineage = await lineageRowOf(tx, sessionId, { forUpdate: true });
     if (lineage.closedAt) throw new LineageClosedError(lineage.id);
-    const counters = lineage;
     const head = lineage.headSessionId;
     const [{ maxSeq }] = await tx
       .select({ maxSeq: sql<number>`coalesce(max(${messages.seq}), 0)::int` })
       .from(messages)
       .where(eq(messages.sessionId, head));
-    const rows = batch.map((m, i) => messageRow(head, maxSeq + 1 + i, m, { lineageSeq: counters.appendedCount + 1 + i }));
+    const rows = batch.map((m, i) => messageRow(head, maxSeq + 1 + i, m, tokens[i], { lineageSeq: lineage.appendedCount + 1 + i }));
     await tx.insert(messages).values(rows);
-    const headTokens = counters.headTokens + rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
-    const lastLineageSeq = counters.appendedCount + batch.length;
-    await tx.update(lineages).set({ appendedCount: lastLineageSeq, headTokens }).where(eq(lineages.id, lineage.id));
-    const threshold = lineage.compactAtTokens;
+    const headTokens = lineage.headTokens + rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
+    const lastLineageSeq = lineage.appendedCount + batch.length;
+    const requestId = `threshold:${head}:${lastLineageSeq}`;
+    const fire = sql`(${lineages.compactAtTokens} is not null and ${headTokens} >= ${lineages.compactAtTokens}
+      and not (${lineages.autoRequestId} is not null and ${lineages.autoRequestGeneration} = ${lineages.generation}
+               and ${lineages.autoRequestedAt} > now() - make_interval(secs => ${policy.resendAfterMs / 1000}))
+      and (${lineages.autoCooldownUntil} is null or ${lineages.autoCooldownUntil} <= now()))`;
+    const [updated] = await tx
+      .update(lineages)
+      .set({
+        appendedCount: lastLineageSeq,
+        headTokens,
+        autoRequestId: sql`case when ${fire} then ${requestId} else ${lineages.autoRequestId} end`,
+        autoRequestGeneration: sql`case when ${fire} then ${lineages.generation} else ${lineages.autoRequestGeneration} end`,
+        autoRequestedAt: sql`case when ${fire} then now() else ${lineages.autoRequestedAt} end`,
+      })
+      .where(eq(lineages.id, lineage.id))
+      .returning({ autoRequestId: lineages.autoRequestId });
     return {
       sessionId: head,
       firstSeq: maxSeq + 1,
       lastSeq: maxSeq + batch.length,
       count: batch.length,
       headTokens,
-      crossedThreshold: threshold !== null && counters.headTokens < threshold && headTokens >= threshold,
       lastLineageSeq,
+      ...(updated.autoRequestId === requestId ? { autoCompactionRequestId: requestId } : {}),
     };
   });
+}
+
+/**
+ * Forgets an automatic compaction request whose signal could not be sent, so that the next
+ * append requests it again.
+ */
+export async function releaseAutoCompaction(db: Database, lineageId: string, requestId: string): Promise<void> {
+  await db.update(lineages).set({ autoRequestId: null }).where(and(eq(lineages.id, lineageId), eq(lineages.autoRequestId, requestId)));
+}
+
+/**
+ * Records how a job ended for the threshold policy, in the job's own transaction: `failed`
+ * (refused, aborted, or the head is still at or above the threshold) climbs the cooldown
+ * ladder; `succeeded` resets it; `settled` only ends the pending request.
+ */
+async function settleAutoCompaction(tx: Executor, lineageId: string, how: 'failed' | 'succeeded' | 'settled', policy: AutoCompactionPolicy): Promise<void> {
+  if (how === 'settled') {
+    await tx.update(lineages).set({ autoRequestId: null }).where(eq(lineages.id, lineageId));
+    return;
+  }
+  if (how === 'succeeded') {
+    await tx.update(lineages).set({ autoRequestId: null, autoFailures: 0, autoCooldownUntil: null }).where(eq(lineages.id, lineageId));
+    return;
+  }
+  const ladder = policy.cooldownsMs.length > 0 ? policy.cooldownsMs : [0];
+  const steps = sql.raw(`ARRAY[${ladder.map((ms) => Math.max(0, Math.round(ms))).join(',')}]::bigint[]`);
+  await tx
+    .update(lineages)
+    .set({
+      autoRequestId: null,
+      autoFailures: sql`${lineages.autoFailures} + 1`,
+      autoCooldownUntil: sql`now() + make_interval(secs => (${steps})[least(${lineages.autoFailures} + 1, ${ladder.length})] / 1000.0)`,
+    })
+    .where(eq(lineages.id, lineageId));
 }
 
 /** The live (not archived) messages of one session, in order. */
@@ -242,7 +333,9 @@ export interface AuditReport {
   writesAfterEnd: number;
   /**
    * Appended messages that are neither live in their lineage's head nor inside the range a
-   * committed compaction summarised (at or below its watermark).
+   * committed compaction summarised (its summarised lineage sequence range; for compactions
+   * recorded before ranges existed, at or below its watermark). A message a compaction kept
+   * verbatim has its latest copy in the compaction's head, so losing that copy counts.
    */
   lostMessages: number;
   /** Appended messages present more than once among a session's live rows. */
@@ -254,7 +347,7 @@ export interface AuditReport {
 
 const LOST_MESSAGES = sql`
   with latest as (
-    select distinct on (s.lineage_id, m.lineage_seq) m.id, m.session_id, m.seq, m.archived_at, m.archived_by_compaction, s.lineage_id
+    select distinct on (s.lineage_id, m.lineage_seq) m.id, m.session_id, m.seq, m.lineage_seq, m.archived_at, m.archived_by_compaction, s.lineage_id
     from messages m join sessions s on s.id = m.session_id
     where m.lineage_seq is not null
     order by s.lineage_id, m.lineage_seq, m.id desc
@@ -263,7 +356,9 @@ const LOST_MESSAGES = sql`
   where not (l.session_id = g.head_session_id and l.archived_at is null)
     and not exists (
       select 1 from compactions c
-      where c.outcome = 'compacted' and c.parent_session_id = l.session_id and l.seq <= c.watermark_seq
+      where c.outcome = 'compacted' and c.parent_session_id = l.session_id
+        and case when c.summarised_from_seq is not null then l.lineage_seq between c.summarised_from_seq and c.summarised_to_seq
+                 else l.seq <= c.watermark_seq end
         and (c.child_session_id <> c.parent_session_id or l.archived_by_compaction = c.id)
     )
   order by l.id`;
@@ -348,7 +443,7 @@ export interface SettledJob {
  * any commit of the same job: a job that committed stays committed, and the answer says so,
  * with the head Postgres holds.
  */
-export async function abortJob(db: Database, job: CompactionJob, model: string, reason: string): Promise<SettledJob> {
+export async function abortJob(db: Database, job: CompactionJob, model: string, reason: string, policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY): Promise<SettledJob> {
   return db.transaction(async (tx) => {
     const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
     if (!lineage) throw new SessionNotFoundError(job.lineageId);
@@ -361,33 +456,65 @@ export async function abortJob(db: Database, job: CompactionJob, model: string, 
         setWhere: sql`${compactions.outcome} <> 'compacted'`,
       })
       .returning({ outcome: compactions.outcome });
+    if (row) await settleAutoCompaction(tx, job.lineageId, 'failed', policy);
     return { outcome: row ? 'aborted' : 'compacted', headSessionId: lineage.headSessionId, generation: lineage.generation };
   });
 }
 
+export interface JobFields {
+  reason?: string;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  messagesBefore?: number;
+  messagesAfter?: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  gate?: string;
+  gateResults?: Record<string, string>;
+}
+
+/**
+ * Decides a job that did not commit. Only the latest attempt may decide it (`attempt` is the
+ * ticket from beginJob), and a job that committed stays committed. A refused job climbs the
+ * auto-compaction cooldown ladder; a stale one only ends the pending auto request.
+ */
 export async function finishJob(
-  db: Executor,
-  jobId: string,
-  /** The attempt ticket from beginJob: only the latest attempt may decide the job. */
+  db: Database,
+  job: Pick<CompactionJob, 'jobId' | 'lineageId'>,
   attempt: number,
-  outcome: 'stale' | 'refused' | 'aborted',
-  fields: { reason?: string; tokensBefore?: number; tokensAfter?: number; messagesBefore?: number; messagesAfter?: number; promptTokens?: number; completionTokens?: number },
+  outcome: 'stale' | 'refused',
+  fields: JobFields,
+  policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
 ): Promise<void> {
-  await db
-    .update(compactions)
-    .set({
-      outcome,
-      reason: fields.reason ?? null,
-      tokensBefore: fields.tokensBefore,
-      tokensAfter: fields.tokensAfter,
-      messagesBefore: fields.messagesBefore,
-      messagesAfter: fields.messagesAfter,
-      summariserPromptTokens: fields.promptTokens,
-      summariserCompletionTokens: fields.completionTokens,
-      finishedAt: new Date(),
-    })
-    // A job that committed stays committed, and a superseded attempt decides nothing.
-    .where(and(eq(compactions.id, jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`));
+  await db.transaction(async (tx) => {
+    const decided = await tx
+      .update(compactions)
+      .set({
+        outcome,
+        reason: fields.reason ?? null,
+        tokensBefore: fields.tokensBefore,
+        tokensAfter: fields.tokensAfter,
+        messagesBefore: fields.messagesBefore,
+        messagesAfter: fields.messagesAfter,
+        summariserPromptTokens: fields.promptTokens,
+        summariserCompletionTokens: fields.completionTokens,
+        gate: fields.gate ?? null,
+        gateResults: fields.gateResults ?? null,
+        finishedAt: new Date(),
+      })
+      .where(and(eq(compactions.id, job.jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`))
+      .returning({ id: compactions.id });
+    if (decided.length > 0) await settleAutoCompaction(tx, job.lineageId, outcome === 'refused' ? 'failed' : 'settled', policy);
+  });
+}
+
+/** A message of the compacted head, with where it came from. */
+export interface CompactedMessage {
+  message: ChatMessage;
+  tokens: number;
+  /** For a message kept verbatim: the lineage sequence number and appended row it copies. */
+  lineageSeq?: number | null;
+  originMessageId?: number | null;
 }
 
 export interface CommitInput {
@@ -396,23 +523,34 @@ export interface CommitInput {
   attempt?: number;
   mode: CompactionMode;
   watermarkSeq: number;
-  compacted: ChatMessage[];
-  stats: { tokensBefore: number; tokensAfter: number; messagesBefore: number; promptTokens?: number; completionTokens?: number };
+  compacted: CompactedMessage[];
+  /** Lineage sequence numbers (inclusive) of the appended messages the summary covers. */
+  summarised?: { fromSeq: number; toSeq: number };
+  /**
+   * The gates, run on the exact head about to be committed: the compacted messages followed
+   * by `carried`, the messages appended after the watermark, read under the lineage lock.
+   */
+  verify?: (carried: Array<{ message: ChatMessage; tokens: number }>) => GateReport;
+  stats: { tokensBefore: number; messagesBefore: number; promptTokens?: number; completionTokens?: number };
+  policy?: AutoCompactionPolicy;
 }
 
 export type CommitResult =
-  | { outcome: 'compacted'; headSessionId: string; generation: number; carried: number; messagesAfter: number; alreadyCommitted: boolean }
-  | { outcome: 'stale'; headSessionId: string; generation: number; reason: string };
+  | { outcome: 'compacted'; headSessionId: string; generation: number; carried: number; tokensAfter: number; messagesAfter: number; alreadyCommitted: boolean; reason?: string; gateResults?: Record<string, string> }
+  | { outcome: 'stale'; headSessionId: string; generation: number; reason: string }
+  | { outcome: 'refused'; headSessionId: string; generation: number; reason: string; gate: string; gateResults: Record<string, string>; tokensAfter: number };
 
 /**
  * Publishes a compaction in one transaction: the new head (a child, or the same session
  * with old rows archived) gets the compacted messages followed by every message appended
  * after the snapshot's watermark; the parent ends with exactly one row changed; the lineage
- * moves to the new head and generation. A retried commit of the same job is answered from
- * the audit row and writes nothing; a commit against a lineage that moved on writes nothing.
+ * moves to the new head and generation. The gates run on that exact head first: a failing
+ * gate writes nothing. A retried commit of the same job is answered from the audit row and
+ * writes nothing; a commit against a lineage that moved on writes nothing.
  */
 export async function commitCompaction(db: Database, input: CommitInput): Promise<CommitResult> {
   const { job } = input;
+  const policy = input.policy ?? DEFAULT_AUTO_COMPACTION_POLICY;
   return db.transaction(async (tx) => {
     const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
     if (!lineage) throw new SessionNotFoundError(job.lineageId);
@@ -424,6 +562,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
         headSessionId: record.childSessionId ?? lineage.headSessionId,
         generation: record.generation,
         carried: 0,
+        tokensAfter: record.tokensAfter ?? 0,
         messagesAfter: record.messagesAfter ?? 0,
         alreadyCommitted: true,
       };
@@ -446,6 +585,20 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
     }
 
     const carried = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
+    const tokensAfter = [...input.compacted, ...carried.map((r) => ({ tokens: r.tokenEstimate }))].reduce((sum, m) => sum + m.tokens, 0);
+    const report = input.verify?.(carried.map((r) => ({ message: rowToMessage(r), tokens: r.tokenEstimate })));
+    if (report?.failed) {
+      return {
+        outcome: 'refused',
+        headSessionId: lineage.headSessionId,
+        generation: lineage.generation,
+        reason: `gate ${report.failed.gate}: ${report.failed.reason}`,
+        gate: report.failed.gate,
+        gateResults: report.results,
+        tokensAfter,
+      };
+    }
+
     const generation = job.generation + 1;
     let head = job.parentSessionId;
     let firstSeq = 1;
@@ -465,9 +618,11 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       await tx.update(sessions).set({ generation }).where(eq(sessions.id, head));
     }
     const rows = [
-      ...input.compacted.map((m, i) => messageRow(head, firstSeq + i, m, { writtenByCompaction: job.jobId })),
+      ...input.compacted.map((m, i) =>
+        messageRow(head, firstSeq + i, m.message, m.tokens, { lineageSeq: m.lineageSeq, originMessageId: m.originMessageId, writtenByCompaction: job.jobId }),
+      ),
       ...carried.map((r, i) =>
-        messageRow(head, firstSeq + input.compacted.length + i, rowToMessage(r), {
+        messageRow(head, firstSeq + input.compacted.length + i, rowToMessage(r), r.tokenEstimate, {
           lineageSeq: r.lineageSeq,
           originMessageId: r.originMessageId ?? r.id,
           writtenByCompaction: job.jobId,
@@ -483,27 +638,35 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
         .returning({ id: sessions.id });
       if (ended.length !== 1) throw new Error(`parent ${job.parentSessionId} was not live at commit; rolling back`);
     }
-    const headTokens = rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
-    await tx.update(lineages).set({ headSessionId: head, generation, headTokens }).where(eq(lineages.id, job.lineageId));
+    await tx.update(lineages).set({ headSessionId: head, generation, headTokens: tokensAfter }).where(eq(lineages.id, job.lineageId));
+    const notes: string[] = [];
+    if (carried.length > 0) notes.push(`carried ${carried.length} message(s) appended during the summary`);
+    const stillAbove = lineage.compactAtTokens !== null && tokensAfter >= lineage.compactAtTokens;
+    if (stillAbove) notes.push(`the compacted head still holds ${tokensAfter} tokens, at or above the threshold of ${lineage.compactAtTokens}`);
+    await settleAutoCompaction(tx, job.lineageId, stillAbove ? 'failed' : 'succeeded', policy);
+    const reason = notes.length > 0 ? notes.join('; ') : undefined;
     const values = {
       outcome: 'compacted' as const,
       childSessionId: head,
       generation,
       tokensBefore: input.stats.tokensBefore,
-      tokensAfter: input.stats.tokensAfter,
+      tokensAfter,
       messagesBefore: input.stats.messagesBefore,
       messagesAfter: rows.length,
       summariserPromptTokens: input.stats.promptTokens,
       summariserCompletionTokens: input.stats.completionTokens,
       watermarkSeq: input.watermarkSeq,
-      reason: carried.length > 0 ? `carried ${carried.length} message(s) appended during the summary` : null,
+      summarisedFromSeq: input.summarised?.fromSeq ?? null,
+      summarisedToSeq: input.summarised?.toSeq ?? null,
+      gateResults: report?.results ?? null,
+      reason: reason ?? null,
       finishedAt: new Date(),
     };
     await tx
       .insert(compactions)
       .values({ id: job.jobId, lineageId: job.lineageId, parentSessionId: job.parentSessionId, requestIds: job.requestIds, trigger: job.trigger, ...values })
       .onConflictDoUpdate({ target: compactions.id, set: values });
-    return { outcome: 'compacted', headSessionId: head, generation, carried: carried.length, messagesAfter: rows.length, alreadyCommitted: false };
+    return { outcome: 'compacted', headSessionId: head, generation, carried: carried.length, tokensAfter, messagesAfter: rows.length, alreadyCommitted: false, reason, gateResults: report?.results };
   });
 }
 
