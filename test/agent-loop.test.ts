@@ -158,9 +158,7 @@ describe('an agent loop against a strict provider', () => {
     const inHead = new Set(head.messages.map(({ seq: _seq, ...m }) => canonical(m)));
     // summarisedFromSeq / summarisedToSeq: inclusive lineage sequence numbers (issue 10).
     const ranges = rows
-      .filter((r) => r.outcome === 'compacted')
-      .map((r) => r as unknown as { summarisedFromSeq?: number | null; summarisedToSeq?: number | null })
-      .filter((r) => r.summarisedFromSeq != null && r.summarisedToSeq != null)
+      .filter((r) => r.outcome === 'compacted' && r.summarisedFromSeq !== null && r.summarisedToSeq !== null)
       .map((r) => [r.summarisedFromSeq!, r.summarisedToSeq!] as const);
     const unaccounted = agent.ledger.filter((e) => !inHead.has(canonical(e.message)) && !ranges.some(([from, to]) => from <= e.lineageSeq && e.lineageSeq <= to));
     expect(
