@@ -36,6 +36,12 @@ export function parseEncryptionKeys(spec: string): EncryptionKey[] {
       return { id, key };
     });
   if (keys.length === 0) throw new Error('PAYLOAD_ENCRYPTION_KEYS holds no key');
+  const seen = new Set<string>();
+  for (const { id } of keys) {
+    // Two keys under one id: a payload's key id would not say which key encrypted it.
+    if (seen.has(id)) throw new Error(`PAYLOAD_ENCRYPTION_KEYS has the key id ${JSON.stringify(id)} twice; every key needs its own id`);
+    seen.add(id);
+  }
   return keys;
 }
 
@@ -48,6 +54,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   constructor(private readonly keys: EncryptionKey[]) {
     if (keys.length === 0) throw new Error('AesGcmPayloadCodec needs at least one key');
     this.byId = new Map(keys.map((k) => [k.id, k.key]));
+    if (this.byId.size !== keys.length) throw new Error('AesGcmPayloadCodec: every key needs its own id');
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
