@@ -62,6 +62,8 @@ export interface CompactionConfig {
   minTailGroups: number;
   /** Tokens of conversation one summariser request may hold; a larger middle is summarised in chunks. */
   summaryInputTokens: number;
+  /** How long a client call that waits (compact, waitForResult, closeSession) waits by default. */
+  callTimeoutMs: number;
 }
 
 /** Worker capacity. Idle lineages cost only a slot in the workflow cache. */
@@ -159,6 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       minTailGroups: intFrom(env, 'COMPACTION_MIN_TAIL_MESSAGES', 2),
       // Sized for a 128k-token summariser model, leaving room for the instructions and the answer.
       summaryInputTokens: intFrom(env, 'COMPACTION_SUMMARY_INPUT_TOKENS', 100_000),
+      callTimeoutMs: intFrom(env, 'COMPACTION_CALL_TIMEOUT_MS', 60 * 60_000),
     },
     autoCompaction: {
       cooldownsMs: msListFrom(env, 'AUTO_COMPACTION_COOLDOWNS_MS', DEFAULT_AUTO_COMPACTION_POLICY.cooldownsMs),

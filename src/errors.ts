@@ -64,3 +64,30 @@ export class CompactionNotFoundError extends SessionCompactionError {
     super(`compaction ${JSON.stringify(compactionId)} does not exist`);
   }
 }
+
+/**
+ * The caller's deadline passed (or its AbortSignal fired) before the answer came. The request
+ * may still complete: wait again with the same request id.
+ */
+export class CallTimeoutError extends SessionCompactionError {
+  constructor(
+    public readonly requestId: string | undefined,
+    detail: string,
+  ) {
+    super(`${detail}${requestId ? `; the request may still complete: wait for request ${requestId} again` : ''}`);
+  }
+}
+
+/**
+ * The request will never be answered by the workflow that was asked: its run ended without
+ * it (closed, or completed while idle), or a signal never landed. Send it again with the same
+ * request id: a request id is never run twice.
+ */
+export class RequestLostError extends SessionCompactionError {
+  constructor(
+    public readonly requestId: string,
+    detail: string,
+  ) {
+    super(`request ${requestId} was lost: ${detail}; send it again with the same requestId`);
+  }
+}

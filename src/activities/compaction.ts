@@ -115,6 +115,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       // An earlier attempt decided this job and its answer was lost: give the same answer.
       return { outcome: record.outcome, headSessionId: lineage.headSessionId, generation: lineage.generation, reason: record.reason ?? undefined, gate: record.gate ?? undefined };
     }
+    if (lineage.closed) {
+      // No summary is ever paid for a closed lineage.
+      const reason = 'the lineage is closed';
+      await finishJob(db, input, attempt, 'stale', { reason }, policy);
+      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason };
+    }
     if (lineage.headSessionId !== input.parentSessionId || lineage.generation !== input.generation) {
       const reason = `the head is ${lineage.headSessionId} (generation ${lineage.generation}); adopting it instead of compacting again`;
       await finishJob(db, input, attempt, 'stale', { reason }, policy);
@@ -241,12 +247,17 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     return abortJob(deps.db, job, deps.summariser.model, reason, policy);
   }
 
+  /** Whether the lineage was closed in Postgres (a new workflow run checks first). */
+  async function isLineageClosed(lineageId: string): Promise<boolean> {
+    return (await lineageOf(deps.db, lineageId)).closed;
+  }
+
   /** Marks the lineage closed in Postgres once the workflow has drained its queue. */
   async function markLineageClosed(lineageId: string): Promise<void> {
     await closeLineage(deps.db, lineageId);
   }
 
-  return { compactSession, recordAbortedCompaction, markLineageClosed };
+  return { compactSession, recordAbortedCompaction, markLineageClosed, isLineageClosed };
 }
 
 export type CompactionActivities = ReturnType<typeof createCompactionActivities>;

@@ -1,11 +1,12 @@
 /**
  * The `sessions` command: a thin shell over SessionsClient. Every command takes --json for
- * machine-readable output. Exit codes: 0 ok, 2 bad input or unknown session, 1 other errors.
+ * machine-readable output. Exit codes: 0 ok, 2 bad input or unknown session, 3 the call's
+ * deadline passed or its request was lost (wait for it, or send it again), 1 other errors.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
-import { SessionCompactionError } from '../errors';
+import { CallTimeoutError, RequestLostError, SessionCompactionError } from '../errors';
 import { runDoctor } from './doctor';
 import { formatProgress } from './progress';
 import { SessionsClient } from './sessions-client';
@@ -16,11 +17,11 @@ commands:
   create <sessionId> [--source S] [--mode rotate|in_place] [--compact-at TOKENS|PERCENT%]
          [--model M] [--context-window TOKENS]
   append <sessionId> [--file messages.json]     JSON array of chat messages (stdin without --file)
-  compact <sessionId> [--focus TOPIC] [--force] [--request-id ID] [--background]
+  compact <sessionId> [--focus TOPIC] [--force] [--request-id ID] [--background] [--timeout SECONDS]
   transcript <sessionId> [--all]                 the lineage head's messages (--all: archived rows too)
   lineage <sessionId>                            root to head
   state <sessionId>                              the workflow's state query
-  close <sessionId>                              finish the queue, close the lineage
+  close <sessionId> [--timeout SECONDS]          finish the queue, close the lineage
   list [--source S] [--search T] [--status live|closed] [--outcome O] [--after ID] [--limit N]
                                                  lineages, a page at a time
   history <sessionId>                            each compaction of the lineage: outcome, reason, tokens, attempts, duration
@@ -35,6 +36,7 @@ const OPTIONS = {
   source: { type: 'string' },
   mode: { type: 'string' },
   'compact-at': { type: 'string' },
+  timeout: { type: 'string' },
   model: { type: 'string' },
   'context-window': { type: 'string' },
   file: { type: 'string' },
@@ -52,6 +54,14 @@ const OPTIONS = {
 } as const;
 
 class UsageError extends Error {}
+
+/** `--timeout SECONDS` as milliseconds; absent: the configured default. */
+function timeoutOf(values: Record<string, string | boolean | undefined>): number | undefined {
+  if (values.timeout === undefined) return undefined;
+  const seconds = Number(values.timeout);
+  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+  return seconds * 1000;
+}
 
 function readStdin(): string {
   return readFileSync(0, 'utf8');
@@ -143,6 +153,7 @@ async function run(client: SessionsClient, command: string, positionals: string[
           force: values.force as boolean | undefined,
           requestId: values['request-id'] as string | undefined,
           background: values.background as boolean | undefined,
+          timeoutMs: timeoutOf(values),
         }),
       );
       const { requestId: _r, generation: _g, ...shape } = result;
@@ -172,7 +183,7 @@ async function run(client: SessionsClient, command: string, positionals: string[
       return print(state, () => JSON.stringify(state, null, 2));
     }
     case 'close': {
-      await client.closeSession(sessionId());
+      await client.closeSession(sessionId(), { timeoutMs: timeoutOf(values) });
       return print({ closed: sessionId() }, () => `closed the lineage of ${sessionId()}`);
     }
     case 'list': {
@@ -276,6 +287,12 @@ export async function main(
     await run(client, command, rest, values, print, json ? undefined : progressSink);
     return 0;
   } catch (error) {
+    // A deadline or a lost request is not bad input: exit 3 says "wait or send again".
+    if (error instanceof CallTimeoutError || error instanceof RequestLostError) {
+      if (json) out(JSON.stringify({ error: { type: error.name, message: error.message, requestId: error.requestId } }, null, 2));
+      err(`error: ${error.message}`);
+      return 3;
+    }
     const userError = error instanceof SessionCompactionError || error instanceof UsageError;
     const type = error instanceof Error ? error.name : 'Error';
     const message = error instanceof Error ? error.message : String(error);

@@ -25,11 +25,12 @@ import { type Config, loadConfig } from '../config';
 import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
+import { LineagePoller } from './answer-poller';
 import {
   BackgroundCompactionRejectedError,
+  CallTimeoutError,
   InvalidInputError,
   LineageClosedError,
-  SessionCompactionError,
 } from '../errors';
 import {
   checkCompactRequest,
@@ -43,6 +44,7 @@ import {
   type CompactResult,
   lineageWorkflowId,
   requestResultQuery,
+  requestStatusQuery,
   type SessionLineageInput,
   type LineageState,
   stateQuery,
@@ -61,6 +63,8 @@ export interface SessionsClientOptions {
   database?: DatabaseHandle;
   settings?: Partial<LineageSettings>;
   messageLimits?: MessageLimits;
+  /** How long a request may stay unknown to a running workflow before waiting for it fails with RequestLostError (default 30 s). */
+  requestLostAfterMs?: number;
 }
 
 export interface CreateSessionOptions {
@@ -88,7 +92,15 @@ export interface AppendOutcome extends Omit<store.AppendResult, 'autoCompactionR
   compactionRequestError?: string;
 }
 
-export interface CompactOptions {
+/** Every call that waits has a deadline. */
+export interface WaitOptions {
+  /** Give up after this long (default COMPACTION_CALL_TIMEOUT_MS) with CallTimeoutError. */
+  timeoutMs?: number;
+  /** Give up when this aborts, with CallTimeoutError. */
+  signal?: AbortSignal;
+}
+
+export interface CompactOptions extends WaitOptions {
   focusTopic?: string;
   force?: boolean;
   requestId?: string;
@@ -105,12 +117,25 @@ export interface CompactOutcome extends CompactResult {
   messages: ChatMessage[];
 }
 
-/** True for the server's refusal of an Update beyond the per-workflow in-flight limit. */
-function isUpdateLimitError(error: unknown): boolean {
+/**
+ * True for the server's refusal of an Update beyond the per-workflow in-flight limit, and
+ * nothing else (not other rate limits): RESOURCE_EXHAUSTED with the in-flight Update message.
+ */
+export function isUpdateLimitError(error: unknown): boolean {
   for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
     const code = (e as { code?: unknown }).code;
+    const message = String((e as { message?: unknown }).message ?? '') + String((e as { details?: unknown }).details ?? '');
+    if (code === GRPC_RESOURCE_EXHAUSTED && /in-flight update|inflight update/i.test(message)) return true;
+  }
+  return false;
+}
+
+/** True when the workflow run an Update was sent to ended (completed or continued as new) before answering it. */
+function isRunEndedError(error: unknown): boolean {
+  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
+    const name = (e as Error).name;
     const message = String((e as { message?: unknown }).message ?? '');
-    if (code === GRPC_RESOURCE_EXHAUSTED || /RESOURCE_EXHAUSTED|in-flight|inflight/i.test(message)) return true;
+    if (name === 'WorkflowNotFoundError' || /workflow execution already completed|continued as new|continuedasnew/i.test(message)) return true;
   }
   return false;
 }
@@ -164,9 +189,11 @@ export function resolveThreshold(compactAt: number | string | undefined, context
 
 export class SessionsClient {
   /** How often compact() met the server's in-flight Update limit and went by signal instead. */
-  readonly stats = { updateLimitFallbacks: 0, resentWhileUnreachable: 0 };
+  readonly stats = { updateLimitFallbacks: 0, resentWhileUnreachable: 0, resentAfterRunEnded: 0 };
   /** How long compact() keeps resending while Temporal is unreachable. */
   private readonly unreachableTimeoutMs: number;
+  /** How long a request may stay unknown to a running workflow before it counts as lost. */
+  private readonly requestLostAfterMs: number;
 
   private constructor(
     private readonly config: Config,
@@ -175,9 +202,11 @@ export class SessionsClient {
     private readonly owned: { connection?: Connection; database?: DatabaseHandle },
     private readonly settings: LineageSettings,
     private readonly messageLimits: MessageLimits,
+    requestLostAfterMs: number,
     unreachableTimeoutMs = 120_000,
   ) {
     this.unreachableTimeoutMs = unreachableTimeoutMs;
+    this.requestLostAfterMs = requestLostAfterMs;
   }
 
   static async connect(options: SessionsClientOptions = {}): Promise<SessionsClient> {
@@ -225,6 +254,7 @@ export class SessionsClient {
       { connection: options.connection ? undefined : connection, database: options.database ? undefined : database },
       settings,
       options.messageLimits ?? config.messageLimits,
+      options.requestLostAfterMs ?? 30_000,
     );
   }
 
@@ -304,25 +334,46 @@ export class SessionsClient {
 
   /**
    * Compacts the session if it is still its lineage's head. Concurrent callers of one head
-   * share one compaction and its result. A retried requestId is answered, never re-run.
+   * share one compaction and its result. A request id answered before is answered again the
+   * same way (from the workflow, or from Postgres once the run that answered it is gone),
+   * never re-run. Waits at most `timeoutMs` (default COMPACTION_CALL_TIMEOUT_MS) or until
+   * `signal` aborts: CallTimeoutError, with the request id to wait for again.
    */
   async compact(sessionId: string, options: CompactOptions = {}): Promise<CompactOutcome> {
-    const request = checkCompactRequest({ sessionId, ...options, requestId: options.requestId ?? randomUUID() });
+    const { timeoutMs, signal, ...fields } = options;
+    const request = checkCompactRequest({ sessionId, ...fields, requestId: fields.requestId ?? randomUUID() });
+    const requestId = request.requestId!;
+    const deadline = this.deadlineOf(timeoutMs);
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, request.sessionId));
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
+    const recorded = () => (fields.requestId ? readWithRetry(() => store.recordedAnswer(this.database.db, lineage.lineageId, requestId)) : Promise.resolve(undefined));
     // An operation object is single-use: each (re)send gets a fresh one.
     const startWorkflowOperation = () =>
       new WithStartWorkflowOperation<typeof sessionLineageWorkflow>('sessionLineageWorkflow', {
         ...this.startOptions(lineage),
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
-    const result = await this.resendWhileUnreachable(async () => {
-      try {
-        return await this.temporal.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation: startWorkflowOperation() });
-      } catch (error) {
-        if (!isUpdateLimitError(error)) throw userErrorFrom(error, lineage.lineageId);
-        this.stats.updateLimitFallbacks++;
-        return this.compactBySignal(lineage.lineageId, request);
+    const result = await this.withDeadline(deadline, signal, requestId, async () => {
+      for (;;) {
+        const known = await recorded();
+        if (known) return known;
+        try {
+          return await this.resendWhileUnreachable(deadline, () =>
+            this.temporal.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation: startWorkflowOperation() }),
+          );
+        } catch (error) {
+          if (isUpdateLimitError(error)) {
+            this.stats.updateLimitFallbacks++;
+            return this.compactBySignal(lineage, request, deadline, signal);
+          }
+          // The run ended (continued as new under load, or completed) before it answered:
+          // send the same request id again; the next run answers it or runs it once.
+          if (isRunEndedError(error) && Date.now() < deadline) {
+            this.stats.resentAfterRunEnded++;
+            continue;
+          }
+          throw userErrorFrom(error, lineage.lineageId);
+        }
       }
     });
     // The compaction is done whatever happens now; a database restart must not turn its
@@ -331,18 +382,53 @@ export class SessionsClient {
     return { ...result, messages: rows.map(rowToMessage) };
   }
 
+  /** The absolute deadline of a call: `timeoutMs` from now, or the configured default. */
+  private deadlineOf(timeoutMs: number | undefined): number {
+    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs <= 0)) throw new InvalidInputError('timeoutMs', 'must be a positive number of milliseconds');
+    return Date.now() + (timeoutMs ?? this.config.compaction.callTimeoutMs);
+  }
+
+  /**
+   * Runs `fn` with every Temporal call in it bounded by the deadline and the caller's signal;
+   * either ending turns into CallTimeoutError.
+   */
+  private async withDeadline<T>(deadline: number, signal: AbortSignal | undefined, requestId: string | undefined, fn: () => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new CallTimeoutError(requestId, 'the deadline passed before the answer came')), Math.max(0, deadline - Date.now()));
+    const onAbort = () => controller.abort(new CallTimeoutError(requestId, 'the caller aborted the wait'));
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    // The abort cancels the gRPC calls made in `fn`; the race ends the wait even where the SDK
+    // keeps polling on (an Update's result), so the caller is never held past its deadline.
+    const aborted = new Promise<never>((_, reject) => {
+      if (controller.signal.aborted) reject(controller.signal.reason);
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+    });
+    aborted.catch(() => undefined);
+    try {
+      return await Promise.race([this.temporal.connection.withAbortSignal(controller.signal, fn), aborted]);
+    } catch (error) {
+      if (controller.signal.aborted) throw controller.signal.reason;
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
   /**
    * Resends a request while the Temporal server cannot be reached (a restart, a network
-   * blip), for up to `unreachableTimeoutMs`. Safe because every request carries its id: the
-   * workflow answers a known id with its first answer and never runs it twice.
+   * blip), for up to `unreachableTimeoutMs` and never past the deadline. Safe because every
+   * request carries its id: the workflow answers a known id with its first answer and never
+   * runs it twice.
    */
-  private async resendWhileUnreachable<T>(send: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.unreachableTimeoutMs;
+  private async resendWhileUnreachable<T>(deadline: number, send: () => Promise<T>): Promise<T> {
+    const until = Math.min(deadline, Date.now() + this.unreachableTimeoutMs);
     for (let delay = 200; ; delay = Math.min(delay * 2, 5000)) {
       try {
         return await send();
       } catch (error) {
-        if (!isTransientConnectionError(error) || Date.now() + delay > deadline) throw error;
+        if (!isTransientConnectionError(error) || Date.now() + delay > until) throw error;
         this.stats.resentWhileUnreachable++;
         await sleep(delay);
       }
@@ -351,37 +437,53 @@ export class SessionsClient {
 
   /**
    * The fallback when the workflow already has the server's maximum of in-flight Updates:
-   * the same request as a signal (not limited), then its answer by query.
+   * the same request as a signal-with-start (not limited, and it starts a run if the last one
+   * just ended), then its answer from the shared poll.
    */
-  private async compactBySignal(lineageId: string, request: ReturnType<typeof checkCompactRequest>): Promise<CompactResult> {
-    const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineageId));
-    await handle.signal(compactSignal, { ...request, trigger: 'update' });
-    return this.awaitAnswer(lineageId, request.requestId!);
+  private async compactBySignal(lineage: store.LineageInfo, request: ReturnType<typeof checkCompactRequest>, deadline: number, signal?: AbortSignal): Promise<CompactResult> {
+    await this.resendWhileUnreachable(deadline, () =>
+      this.temporal.workflow.signalWithStart('sessionLineageWorkflow', { ...this.startOptions(lineage), signal: compactSignal, signalArgs: [{ ...request, trigger: 'update' }] }),
+    );
+    return this.awaitAnswer(lineage.lineageId, request.requestId!, deadline, signal);
   }
 
-  /** Polls the requestResult query until the request is answered or its workflow run ends. */
-  private async awaitAnswer(lineageId: string, requestId: string): Promise<CompactResult> {
-    const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineageId));
-    for (let polls = 1, delay = 50; ; polls++, delay = Math.min(delay * 2, 1000)) {
-      const answer = await this.resendWhileUnreachable(() => handle.query(requestResultQuery, requestId));
-      if (answer) return answer;
-      // A signal cannot be refused: if the run that got it has ended (closed, or completed
-      // while idle), no answer will come. Say so rather than wait forever.
-      if (polls % 20 === 0) {
-        const { status } = await this.resendWhileUnreachable(() => handle.describe());
-        if (status.name !== 'RUNNING') {
-          throw new SessionCompactionError(`the lineage workflow ended (${status.name}) before answering request ${requestId}; send it again with the same requestId`);
-        }
-      }
-      await sleep(delay);
+  private readonly pollers = new Map<string, LineagePoller>();
+
+  /** Waits for a request's answer; callers of one lineage share one poll (see LineagePoller). */
+  private awaitAnswer(lineageId: string, requestId: string, deadline: number, signal?: AbortSignal): Promise<CompactResult> {
+    let poller = this.pollers.get(lineageId);
+    if (!poller) {
+      const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineageId));
+      // The shared poll must not inherit one caller's deadline: it runs under its own signal.
+      const unbounded = <T>(fn: () => Promise<T>) => this.temporal.connection.withAbortSignal(new AbortController().signal, fn);
+      const far = () => Date.now() + this.unreachableTimeoutMs;
+      poller = new LineagePoller(
+        {
+          statuses: (ids) => unbounded(() => this.resendWhileUnreachable(far(), () => handle.query(requestStatusQuery, ids))),
+          running: async () => (await unbounded(() => this.resendWhileUnreachable(far(), () => handle.describe()))).status.name === 'RUNNING',
+          recorded: (id) => readWithRetry(() => store.recordedAnswer(this.database.db, lineageId, id)),
+        },
+        this.requestLostAfterMs,
+      );
+      this.pollers.set(lineageId, poller);
     }
+    const settled = poller.wait(requestId, deadline, signal);
+    const forget = () => {
+      if (poller!.idle && this.pollers.get(lineageId) === poller) this.pollers.delete(lineageId);
+    };
+    settled.then(forget, forget);
+    return settled;
   }
 
-  /** Fire-and-forget compaction request; the answer can be read later with `result`. */
-  async requestCompaction(sessionId: string, options: CompactOptions & { trigger?: 'signal' | 'threshold' } = {}): Promise<string> {
+  /**
+   * Fire-and-forget compaction request; wait for its answer with `waitForResult`. A closed
+   * lineage refuses it (LineageClosedError) before anything is sent.
+   */
+  async requestCompaction(sessionId: string, options: Omit<CompactOptions, 'timeoutMs' | 'signal'> & { trigger?: 'signal' | 'threshold' } = {}): Promise<string> {
     const requestId = options.requestId ?? randomUUID();
     const request = checkCompactRequest({ sessionId, ...options, requestId });
     const lineage = await store.lineageOf(this.database.db, request.sessionId);
+    if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
     await this.temporal.workflow.signalWithStart('sessionLineageWorkflow', {
       ...this.startOptions(lineage),
       signal: compactSignal,
@@ -392,20 +494,29 @@ export class SessionsClient {
 
   /**
    * Closes the session's lineage: the workflow finishes its queue, marks the lineage closed
-   * in Postgres and completes. Afterwards appends and compactions are refused.
+   * in Postgres and completes. Afterwards appends and compactions are refused. Waits at most
+   * `timeoutMs` (default COMPACTION_CALL_TIMEOUT_MS) or until `signal` aborts.
    */
-  async closeSession(sessionId: string): Promise<void> {
+  async closeSession(sessionId: string, options: WaitOptions = {}): Promise<void> {
+    const deadline = this.deadlineOf(options.timeoutMs);
     const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
     if (lineage.closed) return;
     const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
-    await this.temporal.workflow.signalWithStart('sessionLineageWorkflow', { ...this.startOptions(lineage), signal: closeSignal, signalArgs: [] });
-    await handle.result();
+    await this.withDeadline(deadline, options.signal, undefined, async () => {
+      await this.temporal.workflow.signalWithStart('sessionLineageWorkflow', { ...this.startOptions(lineage), signal: closeSignal, signalArgs: [] });
+      await handle.result();
+    });
   }
 
-  /** Waits for the answer to a request sent with requestCompaction (or by an append's threshold). */
-  async waitForResult(sessionId: string, requestId: string): Promise<CompactResult> {
+  /**
+   * Waits for the answer to a request sent with requestCompaction (or by an append's
+   * threshold), at most `timeoutMs` (CallTimeoutError). A request the workflow never got, or
+   * whose run ended without it, is RequestLostError: send it again with the same id.
+   */
+  async waitForResult(sessionId: string, requestId: string, options: WaitOptions = {}): Promise<CompactResult> {
+    const deadline = this.deadlineOf(options.timeoutMs);
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, checkSessionId(sessionId)));
-    return this.awaitAnswer(lineage.lineageId, requestId);
+    return this.awaitAnswer(lineage.lineageId, requestId, deadline, options.signal);
   }
 
   async result(sessionId: string, requestId: string): Promise<CompactResult | null> {

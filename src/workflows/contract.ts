@@ -127,6 +127,15 @@ export const closeSignal = defineSignal<[]>('close');
 export const stateQuery = defineQuery<LineageState>('state');
 export const requestResultQuery = defineQuery<CompactResult | null, [string]>('requestResult');
 
+/**
+ * Where a request stands in this run: `answered` (with its result), `pending` (queued or in
+ * the running job), or `unknown` (this run never got it: a signal that has not landed yet,
+ * or one sent to a run that ended). Answers several request ids at once, so the callers
+ * waiting on one lineage share one poll.
+ */
+export type RequestStatus = { requestId: string; status: 'answered'; result: CompactResult } | { requestId: string; status: 'pending' | 'unknown' };
+export const requestStatusQuery = defineQuery<RequestStatus[], [string[]]>('requestStatus');
+
 const MAX_FOCUS_TOPIC_LENGTH = 1000;
 const MAX_REQUEST_ID_LENGTH = 200;
 const REQUEST_FIELDS = new Set(['requestId', 'sessionId', 'focusTopic', 'force', 'background', 'trigger']);

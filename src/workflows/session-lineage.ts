@@ -41,6 +41,7 @@ import {
   type CompactionTrigger,
   type LineageState,
   requestResultQuery,
+  requestStatusQuery,
   type SessionLineageInput,
   stateQuery,
   WORKFLOW_ID_PREFIX,
@@ -58,6 +59,8 @@ interface Job {
 
 /** Patch ids: each guards a change to workflow commands (see README, Changing workflow code). */
 export const PATCH_CLOSE_MARKS_LINEAGE = 'close-marks-lineage-closed';
+/** A new run (not a continuation) first asks Postgres whether the lineage was closed. */
+export const PATCH_CHECK_CLOSED_AT_START = 'check-closed-at-start';
 
 /** Results remembered for deduplication across continue-as-new. */
 const REMEMBERED_RESULTS = 1000;
@@ -81,7 +84,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
   let lastReason: string | undefined;
   let closeRequested = false;
 
-  const { recordAbortedCompaction, markLineageClosed } = proxyLocalActivities<CompactionActivities>({ startToCloseTimeout: '30s' });
+  const { recordAbortedCompaction, markLineageClosed, isLineageClosed } = proxyLocalActivities<CompactionActivities>({ startToCloseTimeout: '30s' });
 
   const childPrefix = `${lineageId}--g`;
   const isLineageMember = (sessionId: string) =>
@@ -153,6 +156,16 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
   });
 
   setHandler(stateQuery, () => currentState(), { description: 'Head, generation, queue and the running compaction of this lineage.' });
+  setHandler(
+    requestStatusQuery,
+    (requestIds) =>
+      requestIds.map((requestId) => {
+        const result = results.get(requestId);
+        if (result) return { requestId, status: 'answered' as const, result };
+        return { requestId, status: isKnown(requestId) ? ('pending' as const) : ('unknown' as const) };
+      }),
+    { description: 'Where each request stands in this run: answered (with its result), pending, or unknown.' },
+  );
   setHandler(requestResultQuery, (requestId) => results.get(requestId) ?? null, {
     description: 'The result of a compaction request by its request id, or null while it is pending or unknown.',
   });
@@ -254,6 +267,13 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
 
   const idle = () => queue.length === 0 && !closeRequested && !shouldContinueAsNew();
   showProgress();
+  // A start or signal-with-start for a lineage closed in Postgres (by a starter that did not
+  // check) must not leave a run that lives forever, nor pay for a compaction: complete at once.
+  if (!input.carried && patched(PATCH_CHECK_CLOSED_AT_START) && (await isLineageClosed(lineageId))) {
+    closeRequested = true;
+    log.info('lineage is closed in Postgres; completing at once', { lineageId });
+    return;
+  }
   for (;;) {
     const woke = settings.idleTimeoutMs > 0 ? await condition(() => !idle(), settings.idleTimeoutMs) : (await condition(() => !idle()), true);
     if (queue.length === 0) {
