@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { SessionsClient } from '../src/client';
-import { SessionCompactionError } from '../src/errors';
+import { RequestLostError, SessionCompactionError } from '../src/errors';
 import { lineageWorkflowId } from '../src/workflows/contract';
 import { AppendLedger, ledgerProblems } from './support/ledger';
 import { childrenOf, conversation, uniqueId, useTestStack } from './support/stack';
@@ -90,7 +90,8 @@ describe('waiting for a request whose run ended', () => {
       );
       const outcome = await Promise.race([waited, sleep(90_000).then(() => 'still polling after 90 s')]);
       expect(outcome).toBeInstanceOf(SessionCompactionError);
-      expect((outcome as Error).message).toMatch(/ended|never-delivered/);
+      expect(outcome).toBeInstanceOf(RequestLostError);
+      expect(outcome).toMatchObject({ requestId: 'never-delivered' });
       expect(Date.now() - started).toBeLessThan(90_000);
     } finally {
       await idle.close();

@@ -16,6 +16,7 @@
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
@@ -174,15 +175,23 @@ describe('upgrading a database filled at migration 0002', () => {
       [job3, inPlace],
     );
 
-    // Workflows already running before the upgrade: a worker without activities (the old
-    // release, as far as Postgres is concerned) takes their requests and schedules the
-    // summaries, then stops. Nothing has touched the new schema yet.
+    // Workflows already running before the upgrade: a worker of the old release takes their
+    // requests, schedules the summaries and starts them, then stops mid-summary for the
+    // upgrade. Its activities are stand-ins that never touch Postgres: the lineages are open,
+    // and a summary runs until the worker shuts down (it is retried after the upgrade).
     const { workflowBundlePath, temporalAddress } = inject('stack');
     const settings = { ...DEFAULT_LINEAGE_SETTINGS, leaseTtlMs: 3000, retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000 };
     const inputOf = (lineageId: string, head: string, generation: number): SessionLineageInput => ({ lineageId, headSessionId: head, generation, mode: 'rotate', settings });
     const connection = await NativeConnection.connect({ address: temporalAddress });
     try {
-      const oldWorker = await Worker.create({ connection, namespace: stack().config.temporal.namespace, taskQueue: stack().config.temporal.taskQueue, workflowBundle: { codePath: workflowBundlePath } });
+      const oldWorker = await Worker.create({
+        connection,
+        namespace: stack().config.temporal.namespace,
+        taskQueue: stack().config.temporal.taskQueue,
+        workflowBundle: { codePath: workflowBundlePath },
+        activities: { isLineageClosed: async () => false, compactSession: () => Context.current().cancelled },
+        shutdownGraceTime: '1s',
+      });
       const running = oldWorker.run();
       for (const [lineage, head, generation] of [[rot, rotChild, 1], [plain, plain, 0]] as const) {
         await stack().temporal.workflow.signalWithStart('sessionLineageWorkflow', {
@@ -197,7 +206,7 @@ describe('upgrading a database filled at migration 0002', () => {
         const handle = stack().temporal.workflow.getHandle(lineageWorkflowId(lineage));
         const deadline = Date.now() + 30_000;
         while (((await handle.describe()).raw.pendingActivities ?? []).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-        expect((await handle.describe()).raw.pendingActivities ?? []).toHaveLength(1); // the summary is scheduled, mid-flight
+        expect((await handle.describe()).raw.pendingActivities ?? []).toHaveLength(1); // the summary is in flight
       }
       oldWorker.shutdown();
       await running;
