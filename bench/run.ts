@@ -28,7 +28,7 @@ import { lineageWorkflowId } from '../src/workflows/contract';
 import { runFaults } from './faults';
 import { FLOOR_TABLE_SQL } from './naive-activities';
 import { createReferenceDesign } from './reference-design';
-import { promCounter, spawnBenchProcess, startBenchStack, startBenchTemporal, stopProcess } from './stack';
+import { promCounter, promLines, spawnBenchProcess, startBenchStack, startBenchTemporal, stopProcess } from './stack';
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate, sameShapeUpdate } from './workflows';
 
 const quick = process.argv.includes('--quick');
@@ -251,10 +251,11 @@ async function main(): Promise<void> {
       const streamed = ['bench-bill-0', 'bench-bill-1'];
       for (const id of streamed) await newSession(id, 40);
       const beforeBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
-      const heartbeatsBefore = await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat' });
+      const heartbeatsBefore = await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat', service_name: 'frontend' });
       llm.script(...streamed.map(() => ({ chunks: SIZES.streamSeconds * 2, chunkDelayMs: 500 })));
       const [streamMs] = await timed(() => Promise.all(streamed.map((id) => sessions.compact(id))));
-      const heartbeats = (await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat' })) - heartbeatsBefore;
+      results.heartbeatMetricLines = await promLines(stack.temporal.metricsUrl, 'service_requests', 'RecordActivityTaskHeartbeat');
+      const heartbeats = (await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat', service_name: 'frontend' })) - heartbeatsBefore;
       const afterBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
       const delta = (k: string) => afterBill.reduce((n, h, i) => n + (h.counts[k] ?? 0) - (beforeBill[i].counts[k] ?? 0), 0) / streamed.length;
       const actions = {

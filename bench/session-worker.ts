@@ -19,9 +19,18 @@ function traceSql(file: string): void {
   (Client.prototype as unknown as { query: unknown }).query = function (this: object, ...args: unknown[]) {
     const first = args[0] as string | { text?: string };
     const text = (typeof first === 'string' ? first : (first?.text ?? '')).trim();
-    const result = original.apply(this, args);
-    if (typeof args[args.length - 1] === 'function' || !result || typeof (result as Promise<unknown>).then !== 'function') return result;
     const started = performance.now();
+    const callback = args[args.length - 1];
+    if (typeof callback === 'function') {
+      // pool.query's form: one statement outside any transaction.
+      args[args.length - 1] = (...cbArgs: unknown[]) => {
+        if (!open.get(this)) appendFileSync(file, `${JSON.stringify({ statements: 1, ms: performance.now() - started, sql: [text.slice(0, 80)] })}\n`);
+        return (callback as (...a: unknown[]) => unknown)(...cbArgs);
+      };
+      return original.apply(this, args);
+    }
+    const result = original.apply(this, args);
+    if (!result || typeof (result as Promise<unknown>).then !== 'function') return result;
     if (/^begin/i.test(text)) open.set(this, { started, sql: [] });
     return (result as Promise<unknown>).then((value) => {
       const tx = open.get(this);

@@ -117,3 +117,9 @@ export async function promCounter(url: string, name: string, labels: Record<stri
   }
   return total;
 }
+
+/** The metric lines of one name (for the JSON, so a reader can see what was summed). */
+export async function promLines(url: string, name: string, contains = ''): Promise<string[]> {
+  const text = await (await fetch(url)).text();
+  return text.split('\n').filter((l) => l.startsWith(name) && l.includes(contains));
+}
