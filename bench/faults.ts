@@ -39,6 +39,8 @@ export interface FaultRow {
   appendErrors: number;
   lostMessages: number;
   duplicatedMessages: number;
+  /** Ours: the distinct answers callers got. */
+  answers?: string[];
 }
 
 function messages(n: number, tag: string): ChatMessage[] {
@@ -70,6 +72,17 @@ const tallyOutcomes = (outcomes: Outcome[]) => ({
   unchanged: outcomes.filter((o) => o === 'unchanged').length,
   errors: outcomes.filter((o) => o === 'error').length,
 });
+
+/** Waits until the local LLM has seen no new request for 3 s (a resumed or retried attempt may still call it). */
+async function llmQuiet(llm: BenchStack['llm']) {
+  const deadline = Date.now() + 60_000;
+  let last = llm.requests.length;
+  let since = Date.now();
+  while (Date.now() - since < 3000 && Date.now() < deadline) {
+    await sleep(100);
+    if (llm.requests.length !== last) [last, since] = [llm.requests.length, Date.now()];
+  }
+}
 
 async function waitFor(condition: () => boolean, timeoutMs: number, what: string) {
   const deadline = Date.now() + timeoutMs;
@@ -108,8 +121,18 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
     const auditBefore = await sessions.audit();
     const llmBefore = stack.llm.requests.length;
     const w = writer((batch) => sessions.append(id, batch));
-    const compact = () => sessions.compact(id).then((r) => (r.outcome === 'compacted' ? 'compacted' : 'unchanged') as Outcome, () => 'error' as Outcome);
+    const answers: string[] = [];
+    const compact = () =>
+      sessions.compact(id).then(
+        (r) => {
+          answers.push(`${r.outcome}${r.reason ? `: ${r.reason}` : ''}`);
+          // A caller whose head was compacted (its own job, or one it joined, or `stale` with the new head) did not get its input back.
+          return (r.sessionId !== id ? 'compacted' : 'unchanged') as Outcome;
+        },
+        (e) => (answers.push(`error: ${e?.message ?? e}`), 'error' as Outcome),
+      );
     const outcomes = await body({ compact });
+    await llmQuiet(stack.llm);
     await w.stop();
     const audit = await sessions.audit();
     const counts = await oursCounts(id);
@@ -118,6 +141,7 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
       design: 'ours', scenario, ...tallyOutcomes(outcomes), committedCompactions: counts.committed, llmCalls, llmCallsPerCommit: counts.committed ? llmCalls / counts.committed : null,
       forks: counts.forks, orphans: audit.orphans - auditBefore.orphans, appendsAcknowledged: w.tally.acknowledged, appendErrors: w.tally.errors,
       lostMessages: audit.lostMessages - auditBefore.lostMessages, duplicatedMessages: audit.duplicatedMessages - auditBefore.duplicatedMessages,
+      answers: [...new Set(answers)],
     });
   };
   const ref = async (scenario: string, id: string, body: (w: { compact: () => Promise<Outcome> }) => Promise<Outcome[]>) => {
@@ -128,6 +152,7 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
     const w = writer((batch) => reference.append(id, batch));
     const compact = () => reference.head(id).then((head) => reference.compact(head)).then((r) => r.outcome as Outcome, () => 'error' as Outcome);
     const outcomes = await body({ compact });
+    await llmQuiet(stack.llm);
     await w.stop();
     const audit = await reference.audit([id]);
     const llmCalls = stack.llm.requests.length - llmBefore;
@@ -148,7 +173,7 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
 
   try {
     // 1. A holder frozen past its TTL, then resumed. -----------------------------------
-    const frozen = 'The first summary takes 2 s; its holder is frozen at once for TTL + 2 s, a second caller arrives meanwhile, then the holder resumes.';
+    // The first summary takes 2 s; its holder is frozen at once for TTL + 2 s, a second caller arrives meanwhile, then the holder resumes.
     const llmSlowFirst = () => stack.llm.script({ delayMs: 2000 });
     let w1 = await spawnWorker();
     llmSlowFirst();
@@ -184,8 +209,9 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
       const first = compact();
       await waitFor(() => stack.llm.requests.length > seen, 30_000, 'the first summary');
       await stopProcess(w1, 'SIGKILL');
+      const second = compact();
       w1 = await spawnWorker();
-      return [await first, await compact()];
+      return [await first, await second];
     });
     stack.llm.script({ delayMs: 2000 });
     await ref('worker killed (SIGKILL) mid-summary', 'fault-kill-ref', async ({ compact }) => {
@@ -201,7 +227,6 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
     await ours('40 concurrent triggers', 'fault-storm-ours', async ({ compact }) => Promise.all(Array.from({ length: 40 }, () => compact())));
     await ref('40 concurrent triggers', 'fault-storm-ref', async ({ compact }) => Promise.all(Array.from({ length: 40 }, () => compact())));
     stack.llm.setDefault({ text: 'Goal: continue. Completed: the summarised work.' });
-    void frozen;
   } finally {
     for (const w of workers) {
       if (w.exitCode === null && w.signalCode === null) w.kill('SIGCONT');
