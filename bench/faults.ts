@@ -92,7 +92,7 @@ async function waitFor(condition: () => boolean, timeoutMs: number, what: string
   }
 }
 
-export async function runFaults(stack: BenchStack, database: DatabaseHandle, log: (line: string) => void): Promise<FaultRow[]> {
+export async function runFaults(stack: BenchStack, database: DatabaseHandle, log: (line: string) => void, options: { onlyConcurrentTriggers?: boolean } = {}): Promise<FaultRow[]> {
   const env = { ...stack.env, TEMPORAL_TASK_QUEUE: 'bench-faults', COMPACTION_LEASE_TTL_MS: String(FAULT_TTL_MS) };
   const config = loadConfig(env);
   const sessions = await SessionsClient.connect({ config, database, settings: { leaseTtlMs: FAULT_TTL_MS, retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000 } });
@@ -172,6 +172,24 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
   };
 
   try {
+    if (!options.onlyConcurrentTriggers) await freezeAndKill();
+    if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) await spawnWorker();
+    // 3. 40 concurrent triggers on one head. ---------------------------------------------
+    stack.llm.setDefault({ delayMs: 300 });
+    await ours('40 concurrent triggers', 'fault-storm-ours', async ({ compact }) => Promise.all(Array.from({ length: 40 }, () => compact())));
+    await ref('40 concurrent triggers', 'fault-storm-ref', async ({ compact }) => Promise.all(Array.from({ length: 40 }, () => compact())));
+    stack.llm.setDefault({ text: 'Goal: continue. Completed: the summarised work.' });
+  } finally {
+    for (const w of workers) {
+      if (w.exitCode === null && w.signalCode === null) w.kill('SIGCONT');
+      await stopProcess(w);
+    }
+    await sessions.close();
+    await pool.end();
+  }
+  return rows;
+
+  async function freezeAndKill() {
     // 1. A holder frozen past its TTL, then resumed. -----------------------------------
     // The first summary takes 2 s; its holder is frozen at once for TTL + 2 s, a second caller arrives meanwhile, then the holder resumes.
     const llmSlowFirst = () => stack.llm.script({ delayMs: 2000 });
@@ -221,19 +239,5 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
       runner.child.kill('SIGKILL');
       return [await runner.outcome, await compact()];
     });
-
-    // 3. 40 concurrent triggers on one head. ---------------------------------------------
-    stack.llm.setDefault({ delayMs: 300 });
-    await ours('40 concurrent triggers', 'fault-storm-ours', async ({ compact }) => Promise.all(Array.from({ length: 40 }, () => compact())));
-    await ref('40 concurrent triggers', 'fault-storm-ref', async ({ compact }) => Promise.all(Array.from({ length: 40 }, () => compact())));
-    stack.llm.setDefault({ text: 'Goal: continue. Completed: the summarised work.' });
-  } finally {
-    for (const w of workers) {
-      if (w.exitCode === null && w.signalCode === null) w.kill('SIGCONT');
-      await stopProcess(w);
-    }
-    await sessions.close();
-    await pool.end();
   }
-  return rows;
 }

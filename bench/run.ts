@@ -11,7 +11,7 @@
  *   npm run bench -- --only=floors,faults  some sections (floors is always run)
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
@@ -22,21 +22,25 @@ import { Pool } from 'pg';
 import { createOpenAiSummariser } from '../src/activities/summariser';
 import { SessionsClient } from '../src/client';
 import type { ChatMessage } from '../src/compaction/messages';
-import { loadConfig, PROJECT_ROOT } from '../src/config';
+import { PROJECT_ROOT } from '../src/config';
 import { openDatabase, runMigrations } from '../src/db/database';
 import { lineageWorkflowId } from '../src/workflows/contract';
+import { getEncoding } from 'js-tiktoken';
+import { textOf } from '../src/compaction/messages';
+import { estimateTokens } from '../src/compaction/tokens';
 import { runFaults } from './faults';
 import { FLOOR_TABLE_SQL } from './naive-activities';
 import { createReferenceDesign } from './reference-design';
-import { promCounter, promLines, spawnBenchProcess, startBenchStack, startBenchTemporal, stopProcess } from './stack';
+import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess } from './stack';
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate, sameShapeUpdate } from './workflows';
 
 const quick = process.argv.includes('--quick');
 const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
-const wants = (section: string) => !only || only.includes(section);
+// --quick leaves out the slow sections (memory, eager dispatch) and runs one fault scenario, to stay under 2 minutes.
+const wants = (section: string) => (only ? only.includes(section) : !(quick && ['memory', 'eager'].includes(section)));
 const SIZES = quick
-  ? { rounds: 40, costCompactions: 3, streamSeconds: 3, throughputSessions: 20, callers: 10, appends: 300, idle: 500, ages: [1, 100], period: 10, wakeSamples: 2, bigTranscript: 2000, eagerRounds: 30 }
-  : { rounds: 150, costCompactions: 10, streamSeconds: 30, throughputSessions: 100, callers: 10, appends: 2000, idle: 10_000, ages: [1, 1000, 10_000], period: 10, wakeSamples: 5, bigTranscript: 10_000, eagerRounds: 100 };
+  ? { rounds: 25, costCompactions: 3, streamSeconds: 3, throughputSessions: 10, callers: 10, appends: 300, idle: 300, ages: [1, 20], period: 10, wakeSamples: 1, bigTranscript: 2000, eagerRounds: 20, commitSamples: 8 }
+  : { rounds: 150, costCompactions: 10, streamSeconds: 30, throughputSessions: 100, callers: 10, appends: 2000, idle: 10_000, ages: [1, 1000, 10_000], period: 10, wakeSamples: 5, bigTranscript: 10_000, eagerRounds: 100, commitSamples: 30 };
 if (process.env.BENCH_AGES) SIZES.ages = process.env.BENCH_AGES.split(',').map(Number);
 
 // ---------------------------------------------------------------------------------------
@@ -209,7 +213,7 @@ async function main(): Promise<void> {
       const traceFile = path.join(stack.dir, 'sql-trace.jsonl');
       await stopWorker();
       await startWorker({ BENCH_SQL_TRACE_FILE: traceFile });
-      const cIds = Array.from({ length: 20 }, (_, i) => `bench-commit-${i}`);
+      const cIds = Array.from({ length: SIZES.commitSamples }, (_, i) => `bench-commit-${i}`);
       await inBatches(cIds, 10, (id) => newSession(id, 40));
       for (const id of cIds) await sessions.compact(id);
       await stopWorker();
@@ -330,7 +334,27 @@ async function main(): Promise<void> {
         const id = `ref-${aIds[k++ % 10]}`;
         await reference.compact(await reference.head(id));
       });
+      // The cost of real token counting (o200k_base, js-tiktoken) against the estimate appends use
+      // today, per message of the example conversation, on this process's CPU.
+      const example = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'examples/conversation.json'), 'utf8')) as ChatMessage[];
+      const encoding = getEncoding('o200k_base');
+      const perMessageUs = (fn: (m: ChatMessage) => number) => {
+        for (const m of example) fn(m); // warm
+        const reps = 20;
+        const t0 = now();
+        for (let r = 0; r < reps; r++) for (const m of example) fn(m);
+        return round(((now() - t0) * 1000) / (reps * example.length), 2);
+      };
+      const real = example.map((m) => encoding.encode(textOf(m)).length + 4);
+      const estimated = example.map((m) => estimateTokens(m));
+      const tokenCounting = {
+        messages: example.length,
+        estimateUsPerMessage: perMessageUs((m) => estimateTokens(m)),
+        tiktokenUsPerMessage: perMessageUs((m) => encoding.encode(textOf(m)).length),
+        estimateOverRealTokens: round(estimated.reduce((a, b) => a + b, 0) / real.reduce((a, b) => a + b, 0)),
+      };
       results.appends = {
+        tokenCounting,
         floorC: floorC,
         ours: { alone: oursAlone, duringCompactions: oursDuring },
         reference: { alone: refAlone, duringCompactions: refDuring },
@@ -345,7 +369,7 @@ async function main(): Promise<void> {
     // 6. Faults, both designs -------------------------------------------------------------
     if (wants('faults')) {
       await stopWorker(); // the fault scenarios run their own worker processes on their own queue
-      results.faults = await runFaults(stack, database, log);
+      results.faults = await runFaults(stack, database, log, { onlyConcurrentTriggers: quick && !only });
       await startWorker();
     }
 
@@ -566,6 +590,7 @@ function renderTable(r: Record<string, any>): string {
     add('appends, reference during compactions: per s, p50 / p99', `${a.reference.duringCompactions.perSecond}/s, ${ms(a.reference.duringCompactions)}`);
     add('appends ours / floor (c) throughput (target >= 0.5)', a.ratios.oursThroughputOverFloorC);
     add('appends ours p99 during / alone (target <= 1.5)', a.ratios.oursP99DuringOverAlone);
+    add('token counting per appended message: estimate / real tokenizer (o200k, js-tiktoken); estimate / real tokens', `${a.tokenCounting.estimateUsPerMessage} / ${a.tokenCounting.tiktokenUsPerMessage} µs; ${a.tokenCounting.estimateOverRealTokens}`);
   }
   if (r.wake) {
     for (const l of r.wake.lineages) add(`wake after eviction, ${l.worstPointOfRun ? `worst point of a run (${l.compactions} compactions in it)` : `${l.compactions} compactions`}: p50 / p99 (target p99 <= 250)`, `${ms(l.ms)} (${l.currentRunEvents} events)`);
@@ -596,10 +621,6 @@ function renderTable(r: Record<string, any>): string {
   return table + '\n' + faults;
 }
 
-void rmSync;
-void existsSync;
-void startBenchTemporal;
-void loadConfig;
 
 main().catch((error) => {
   console.error(error);
