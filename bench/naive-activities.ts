@@ -1,11 +1,16 @@
+import { Context } from '@temporalio/activity';
+import type { Pool } from 'pg';
 import { buildCandidate } from '../src/compaction/candidate';
 import type { ChatMessage } from '../src/compaction/messages';
 import { planCompaction, DEFAULT_PLAN_OPTIONS } from '../src/compaction/plan';
 import type { Summariser } from '../src/activities/summariser';
 
-/** The naive design's activity: the same plan and summariser, the transcript in and out by value. */
-export function createNaiveActivities(summariser: Summariser) {
+export const FLOOR_TABLE_SQL = 'create table if not exists bench_floor_rows (id bigserial primary key, n integer not null, at timestamptz not null default now())';
+
+/** Activities of the benchmark's auxiliary worker: the naive design's and the same-shape floor's. */
+export function createNaiveActivities(summariser: Summariser, pool: Pool) {
   return {
+    /** The naive design's activity: the same plan and summariser, the transcript in and out by value. */
     async naiveSummarise(messages: ChatMessage[]): Promise<ChatMessage[]> {
       const plan = planCompaction(messages, { ...DEFAULT_PLAN_OPTIONS, tailTokenBudget: 200 });
       if (plan.middle.length === 0) return messages;
@@ -14,6 +19,19 @@ export function createNaiveActivities(summariser: Summariser) {
         { signal: new AbortController().signal, onProgress: () => undefined },
       );
       return buildCandidate(plan, summary.text, messages).map((entry) => entry.message);
+    },
+    /** The same-shape floor: heartbeat once, one single-row INSERT transaction. */
+    async floorTransaction(n: number): Promise<number> {
+      Context.current().heartbeat({ phase: 'floor' });
+      const client = await pool.connect();
+      try {
+        await client.query('begin');
+        await client.query('insert into bench_floor_rows (n) values ($1)', [n]);
+        await client.query('commit');
+      } finally {
+        client.release();
+      }
+      return n;
     },
   };
 }

@@ -1,35 +1,45 @@
 /**
  * `npm run bench`: measures the service on the real stack (embedded Postgres, the Temporal dev
- * server, a worker process, the local OpenAI-compatible server answering at once) and, in the
- * same run, the floor it cannot beat and a naive Temporal design a user might write instead.
- * Prints a markdown table and writes JSON to bench/results/. Never part of `npm test`.
+ * server, worker processes, the local OpenAI-compatible server answering at once) and, in the
+ * same run, the floors it cannot beat, the reference design (a lock row with a TTL lease, no
+ * workflow; bench/reference-design.ts) and a naive Temporal design (transcript in workflow
+ * state) on a fresh server of its own. Prints a markdown table and writes JSON to
+ * bench/results/. Never part of `npm test`.
  *
- *   npm run bench                 full sizes (several minutes on 2 cores)
- *   npm run bench -- --quick      small sizes, to check the benchmark itself
+ *   npm run bench                          full sizes (about 15 minutes on 2 cores)
+ *   npm run bench -- --quick               small sizes, to check the benchmark itself (< 2 min)
+ *   npm run bench -- --only=floors,faults  some sections (floors is always run)
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { sql } from 'drizzle-orm';
+import { Pool } from 'pg';
 import { createOpenAiSummariser } from '../src/activities/summariser';
 import { SessionsClient } from '../src/client';
 import type { ChatMessage } from '../src/compaction/messages';
 import { PROJECT_ROOT } from '../src/config';
 import { openDatabase, runMigrations } from '../src/db/database';
 import { lineageWorkflowId } from '../src/workflows/contract';
-import { startScratchStack } from '../test/support/scratch-stack';
-import { spawnWorkerProcess } from '../test/support/worker-process';
-import { createNaiveActivities } from './naive-activities';
-import { naiveAppendSignal, naiveCompactUpdate, noopUpdate } from './workflows';
+import { measureTokenCounting } from './token-counting';
+import { runFaults } from './faults';
+import { FLOOR_TABLE_SQL } from './naive-activities';
+import { createReferenceDesign } from './reference-design';
+import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess } from './stack';
+import { naiveAppendSignal, naiveCompactUpdate, noopUpdate, sameShapeUpdate } from './workflows';
 
 const quick = process.argv.includes('--quick');
+const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+// --quick leaves out the slow sections (memory, eager dispatch) and runs one fault scenario, to stay under 2 minutes.
+const wants = (section: string) => (only ? only.includes(section) : !(quick && ['memory', 'eager'].includes(section)));
 const SIZES = quick
-  ? { floor: 100, compactions: 50, costCompactions: 3, throughputSessions: 20, callers: 10, appends: 200, idle: 300, longLineage: 50, wakeSamples: 3, bigTranscript: 2000 }
-  : { floor: 300, compactions: 100, costCompactions: 10, throughputSessions: 200, callers: 10, appends: 2000, idle: 10_000, longLineage: 1000, wakeSamples: 5, bigTranscript: 10_000 };
+  ? { rounds: 25, costCompactions: 3, streamSeconds: 3, throughputSessions: 10, callers: 10, appends: 300, idle: 300, ages: [1, 20], period: 10, wakeSamples: 1, bigTranscript: 2000, eagerRounds: 20, commitSamples: 8 }
+  : { rounds: 150, costCompactions: 10, streamSeconds: 30, throughputSessions: 100, callers: 10, appends: 2000, idle: 10_000, ages: [1, 1000], period: 10, wakeSamples: 5, bigTranscript: 10_000, eagerRounds: 100, commitSamples: 30 };
+if (process.env.BENCH_AGES) SIZES.ages = process.env.BENCH_AGES.split(',').map(Number);
 
 // ---------------------------------------------------------------------------------------
 // Small helpers
@@ -69,296 +79,535 @@ function rssKiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(status)![1]);
 }
-const log = (line: string) => console.error(`[bench] ${line}`);
+const log = (line: string) => console.error(`[bench] ${new Date().toISOString().slice(11, 19)} ${line}`);
+const eventCounts = (events: Array<Record<string, unknown>>) => {
+  const counts: Record<string, number> = {};
+  for (const e of events) {
+    const kind = Object.keys(e).find((k) => k.endsWith('EventAttributes'))!.replace(/EventAttributes$/, '');
+    counts[kind] = (counts[kind] ?? 0) + 1;
+  }
+  return counts;
+};
+const EAGER_METRIC = 'activity_eager_execution';
 
 // ---------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const scratch = await startScratchStack('session-bench');
-  const { env, config, llm } = scratch;
-  const tmp = scratch.dir;
+  const started = now();
+  const stack = await startBenchStack('session-bench');
+  const { env, config, llm } = stack;
   llm.setDefault({ text: 'Goal: continue. Completed: the summarised work.' });
   const database = openDatabase(config.databaseUrl, { max: 20 });
   await runMigrations(database);
+  const pool = new Pool({ connectionString: config.databaseUrl, max: 20 });
+  await pool.query(FLOOR_TABLE_SQL);
+  const reference = createReferenceDesign(pool, createOpenAiSummariser(config.llm, { stallTimeoutMs: 60_000, requestTimeoutMs: 60_000 }), { leaseTtlMs: 60_000 });
+  await reference.migrate();
 
-  const bundlePath = path.join(tmp, 'bundle.js');
-  const quiet = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never;
-  writeFileSync(bundlePath, (await bundleWorkflowCode({ workflowsPath: path.join(PROJECT_ROOT, 'src/workflows/index.ts'), logger: quiet })).code);
-
+  // Ours and the floors' worker: each its own process, the same layout.
   let workerProcess: ChildProcess | undefined;
-  const startWorkerProcess = async () => {
-    workerProcess = await spawnWorkerProcess(env, { workflowBundlePath: bundlePath, echo: Boolean(process.env.BENCH_TRACE) });
+  const startWorker = async (extraEnv: Record<string, string> = {}) => {
+    workerProcess = await spawnBenchProcess('session-worker.ts', { ...env, ...extraEnv }, { ready: 'worker ready', echo: Boolean(process.env.BENCH_TRACE) });
     return workerProcess;
   };
-  const stopWorkerProcess = async () => {
-    if (!workerProcess) return;
-    const exited = new Promise((r) => workerProcess!.once('exit', r));
-    workerProcess.kill('SIGTERM');
-    await exited;
+  const stopWorker = async () => {
+    await stopProcess(workerProcess);
     workerProcess = undefined;
   };
-  await startWorkerProcess();
-
-  // The floor and the naive design run on a second worker, in this process.
-  const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
-  const summariser = createOpenAiSummariser(config.llm, { stallTimeoutMs: 60_000, requestTimeoutMs: 60_000 });
-  const auxWorker = await Worker.create({
-    connection: nativeConnection,
-    taskQueue: 'bench-aux',
-    workflowBundle: { code: (await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'workflows.ts'), logger: quiet })).code },
-    activities: createNaiveActivities(summariser),
-  });
-  const auxRunning = auxWorker.run();
+  await startWorker();
+  const auxProcess = await spawnBenchProcess('aux-worker.ts', { ...env, BENCH_AUX_QUEUE: 'bench-aux' }, { ready: 'aux worker ready' });
 
   const connection = await Connection.connect({ address: config.temporal.address });
   const temporal = new Client({ connection });
   const sessions = await SessionsClient.connect({ config, database });
-  const results: Record<string, unknown> = { quick, sizes: SIZES, machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version } };
-  const historyOf = async (workflowId: string) => {
-    const history = await temporal.workflow.getHandle(workflowId).fetchHistory();
-    return { events: history.events?.length ?? 0, bytes: historyToJSON(history).length };
+  const results: Record<string, any> = {
+    quick,
+    sizes: SIZES,
+    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version, loadAverage1mAtStart: round(os.loadavg()[0]) },
   };
-  const newSession = async (id: string, messages: number) => {
-    await sessions.createSession({ sessionId: id });
-    for (let i = 0; i < messages; i += 1000) await sessions.append(id, transcript(Math.min(1000, messages - i), id));
+  const historyOf = async (workflowId: string, client = temporal) => {
+    const history = await client.workflow.getHandle(workflowId).fetchHistory();
+    return { events: history.events?.length ?? 0, bytes: historyToJSON(history).length, counts: eventCounts(history.events as never) };
+  };
+  const newSession = async (id: string, messages: number, client = sessions) => {
+    await client.createSession({ sessionId: id });
+    for (let i = 0; i < messages; i += 1000) await client.append(id, transcript(Math.min(1000, messages - i), id));
+  };
+  const newRefSession = async (id: string, messages: number) => {
+    await reference.createSession(id);
+    await reference.append(id, transcript(messages, id));
   };
 
   try {
-    // 1. The floor -----------------------------------------------------------------------
-    log('floor: bare Update round trip and one Postgres transaction');
+    // 1. Floors (a) and (b), ours and the reference design, interleaved ----------------------
+    log(`latency: ${SIZES.rounds} interleaved rounds of bare Update, same-shape floor, ours, reference design`);
     const floorHandle = await temporal.workflow.start('floorWorkflow', { workflowId: 'bench-floor', taskQueue: 'bench-aux' });
+    const shapeHandle = await temporal.workflow.start('sameShapeWorkflow', { workflowId: 'bench-same-shape', taskQueue: 'bench-aux' });
     await floorHandle.executeUpdate(noopUpdate, { args: [0] });
-    const updateRoundTrips: number[] = [];
-    for (let i = 0; i < SIZES.floor; i++) updateRoundTrips.push((await timed(() => floorHandle.executeUpdate(noopUpdate, { args: [i] })))[0]);
-    await newSession('bench-floor-row', 1);
-    const transactions: number[] = [];
-    for (let i = 0; i < SIZES.floor; i++) {
-      transactions.push(
-        (await timed(() => database.db.transaction(async (tx) => void (await tx.execute(sql`update lineages set appended_count = appended_count where id = 'bench-floor-row'`)))))[0],
-      );
-    }
-    const floor = { update: summary(updateRoundTrips), transaction: summary(transactions), sumP50: round(percentile(updateRoundTrips, 50) + percentile(transactions, 50)) };
-    results.floor = floor;
-
-    // 2. Compaction overhead ---------------------------------------------------------------
-    log(`compaction latency: ${SIZES.compactions} compactions with an instant summariser`);
-    const ids = Array.from({ length: SIZES.compactions }, (_, i) => `bench-lat-${i}`);
+    await shapeHandle.executeUpdate(sameShapeUpdate, { args: [0] });
+    const ids = Array.from({ length: SIZES.rounds }, (_, i) => `bench-lat-${i}`);
     await inBatches(ids, 10, (id) => newSession(id, 40));
     for (const id of ids) await sessions.state(id); // workflows started and cached
-    const latencies: number[] = [];
-    for (const id of ids) {
-      const [ms, result] = await timed(() => sessions.compact(id));
-      if (result.outcome !== 'compacted') throw new Error(`unexpected ${result.outcome}: ${result.reason}`);
-      latencies.push(ms);
+    await inBatches(ids, 10, (id) => newRefSession(`ref-lat-${id}`, 40));
+    const lat = { update: [] as number[], sameShape: [] as number[], ours: [] as number[], reference: [] as number[] };
+    for (let r = 0; r < SIZES.rounds; r++) {
+      const steps: Array<() => Promise<void>> = [
+        async () => void lat.update.push((await timed(() => floorHandle.executeUpdate(noopUpdate, { args: [r] })))[0]),
+        async () => void lat.sameShape.push((await timed(() => shapeHandle.executeUpdate(sameShapeUpdate, { args: [r] })))[0]),
+        async () => {
+          const [ms, result] = await timed(() => sessions.compact(ids[r]));
+          if (result.outcome !== 'compacted') throw new Error(`unexpected ${result.outcome}: ${result.reason}`);
+          lat.ours.push(ms);
+        },
+        async () => {
+          const [ms, result] = await timed(() => reference.compact(`ref-lat-${ids[r]}`));
+          if (result.outcome !== 'compacted') throw new Error(`reference: unexpected ${result.outcome}`);
+          lat.reference.push(ms);
+        },
+      ];
+      for (let s = 0; s < steps.length; s++) await steps[(s + r) % steps.length]();
     }
-    const compaction = summary(latencies);
+    const floorB = summary(lat.sameShape);
+    const ours = summary(lat.ours);
+    results.latency = {
+      floorA_bareUpdate: summary(lat.update),
+      floorB_sameShape: floorB,
+      ours,
+      reference: summary(lat.reference),
+      oursOverFloorB: { p50: round(ours.p50 / floorB.p50), p99: round(ours.p99 / floorB.p99) },
+      oursOverReference: { p50: round(ours.p50 / summary(lat.reference).p50) },
+    };
     if (process.env.BENCH_TRACE) {
       const h = await temporal.workflow.getHandle(lineageWorkflowId(ids[ids.length - 1])).fetchHistory();
       const t0 = Number(h.events![0].eventTime!.seconds) * 1000 + h.events![0].eventTime!.nanos! / 1e6;
       for (const e of h.events!) console.error(String(e.eventId).padStart(3), (Number(e.eventTime!.seconds) * 1000 + e.eventTime!.nanos! / 1e6 - t0).toFixed(1).padStart(8), Object.keys(e).find((k) => k.endsWith('Attributes')));
     }
-    results.compaction = { ...compaction, p50OverFloor: round(compaction.p50 / floor.sumP50) };
 
-    // 3. Cost per compaction in history -------------------------------------------------
-    log('history cost per compaction');
-    await newSession('bench-cost', 40);
-    const costBefore = await historyOf(lineageWorkflowId('bench-cost'));
-    let costHead = 'bench-cost';
-    for (let i = 0; i < SIZES.costCompactions; i++) {
-      costHead = (await sessions.compact(costHead)).sessionId;
-      await sessions.append(costHead, transcript(40, `cost${i}`));
-    }
-    const costAfter = await historyOf(lineageWorkflowId('bench-cost'));
-    const perCompaction = { events: round((costAfter.events - costBefore.events) / SIZES.costCompactions, 1), bytes: round((costAfter.bytes - costBefore.bytes) / SIZES.costCompactions, 0) };
-    const bytesBySize: Record<string, number> = {};
-    for (const size of [100, SIZES.bigTranscript]) {
-      const id = `bench-size-${String(size).padStart(5, '0')}`;
-      await newSession(id, size);
-      const before = await historyOf(lineageWorkflowId(id));
-      await sessions.compact(id, { requestId: 'bench-fixed-length-id' });
-      bytesBySize[size] = (await historyOf(lineageWorkflowId(id))).bytes - before.bytes;
-    }
-    results.costPerCompaction = { ...perCompaction, historyBytesByTranscriptSize: bytesBySize };
-
-    // 4. Throughput ------------------------------------------------------------------------
-    log(`throughput: ${SIZES.throughputSessions} sessions x ${SIZES.callers} concurrent callers`);
-    const tIds = Array.from({ length: SIZES.throughputSessions }, (_, i) => `bench-tp-${i}`);
-    await inBatches(tIds, 20, (id) => newSession(id, 40));
-    let errors = 0;
-    const outcomes: Record<string, number> = {};
-    const [tpMs] = await timed(() =>
-      Promise.all(
-        tIds.flatMap((id) =>
-          Array.from({ length: SIZES.callers }, () =>
-            sessions.compact(id).then(
-              (r) => void (outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1),
-              () => void errors++,
-            ),
-          ),
-        ),
-      ),
-    );
-    const committed = Number(((await database.db.execute(sql`select count(*) as n from compactions where outcome = 'compacted' and lineage_id like 'bench-tp-%'`)).rows[0] as { n: string }).n);
-    const audit = await sessions.audit();
-    results.throughput = {
-      sessions: SIZES.throughputSessions,
-      callers: SIZES.throughputSessions * SIZES.callers,
-      seconds: round(tpMs / 1000),
-      compactionsPerSecond: round(committed / (tpMs / 1000)),
-      answersPerSecond: round((SIZES.throughputSessions * SIZES.callers) / (tpMs / 1000)),
-      outcomes,
-      forks: audit.forks,
-      errors,
-      updateLimitFallbacks: sessions.stats.updateLimitFallbacks,
-    };
-
-    // 5. Appends ---------------------------------------------------------------------------
-    log(`appends: ${SIZES.appends} single-message appends, 10 writers, alone and during compactions`);
-    const appendRun = async (target: string[], during?: () => Promise<void>) => {
-      const lat: number[] = [];
-      let stop = false;
-      const background = during ? (async () => { while (!stop) await during(); })() : undefined;
-      const [ms] = await timed(() => inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => {
-        const [t] = await timed(() => sessions.append(target[i % target.length], [{ role: 'user', content: `append ${i}` }]));
-        lat.push(t);
-      }));
-      stop = true;
-      await background;
-      return { perSecond: round(SIZES.appends / (ms / 1000)), ...summary(lat) };
-    };
-    const aIds = Array.from({ length: 10 }, (_, i) => `bench-app-${i}`);
-    await inBatches(aIds, 10, (id) => newSession(id, 40));
-    const appendsAlone = await appendRun(aIds);
-    let k = 0;
-    const appendsDuring = await appendRun(aIds, async () => {
-      const id = aIds[k++ % aIds.length];
-      await sessions.compact((await sessions.transcript(id)).sessionId, { force: true });
-    });
-    results.appends = { alone: appendsAlone, duringCompactions: appendsDuring };
-
-    // 6. Scale: idle sessions and wake latency ------------------------------------------
-    log(`scale: ${SIZES.idle} idle sessions on a fresh worker`);
-    await stopWorkerProcess();
-    await startWorkerProcess();
-    const rssBefore = rssKiB(workerProcess!.pid!);
-    const idleIds = Array.from({ length: SIZES.idle }, (_, i) => `bench-idle-${i}`);
-    await inBatches(idleIds, 25, async (id) => void (await sessions.createSession({ sessionId: id })));
-    await inBatches(idleIds, 25, async (id) => void (await sessions.state(id))); // each has run its first task: cached
-    const rssAfter = rssKiB(workerProcess!.pid!);
-    log(`wake latency: lineages with 1 and ${SIZES.longLineage} prior compactions`);
-    const shortIds = Array.from({ length: SIZES.wakeSamples }, (_, i) => `bench-wake-short-${i}`);
-    for (const id of shortIds) {
-      await newSession(id, 40);
-      await sessions.compact(id);
-    }
-    // Continue-as-new every 201 compactions: after 1,000 the current run holds 196 of them,
-    // close to the most a run ever replays (a lucky multiple of the period would hold none).
-    const longClient = await SessionsClient.connect({ config, database, settings: { maxCompactionsPerRun: 201 } });
-    await longClient.createSession({ sessionId: 'bench-wake-long' });
-    await longClient.append('bench-wake-long', transcript(40, 'long'));
-    let longHead = 'bench-wake-long';
-    for (let i = 0; i < SIZES.longLineage; i++) {
-      longHead = (await longClient.compact(longHead, { force: true })).sessionId;
-      await longClient.append(longHead, transcript(6, `l${i}`));
-    }
-    await longClient.close();
-    const longHistory = await historyOf(lineageWorkflowId('bench-wake-long'));
-    // Evict everything: a new worker process has an empty cache and must replay on wake.
-    await stopWorkerProcess();
-    await startWorkerProcess();
-    const wakeShort: number[] = [];
-    for (const id of shortIds) wakeShort.push((await timed(() => sessions.state(id)))[0]);
-    const [wakeLong] = await timed(() => sessions.state('bench-wake-long'));
-    const wakeLongAgain = (await timed(() => sessions.state('bench-wake-long')))[0];
-    results.scale = {
-      idleSessions: SIZES.idle,
-      workerRssMiB: { freshWorker: round(rssBefore / 1024, 1), withIdleSessions: round(rssAfter / 1024, 1) },
-      kibPerCachedSession: round((rssAfter - rssBefore) / SIZES.idle, 2),
-      wakeAfter1CompactionMs: summary(wakeShort),
-      wakeAfterManyCompactionsMs: { compactions: SIZES.longLineage, firstTouch: round(wakeLong), cached: round(wakeLongAgain), currentRunEvents: longHistory.events },
-    };
-
-    // 7. The naive design ------------------------------------------------------------------
-    log('naive design: transcript in workflow state, appends by signal');
-    const naiveStart = async (id: string, messages: number) =>
-      temporal.workflow.start('naiveSessionWorkflow', { workflowId: id, taskQueue: 'bench-aux', args: [transcript(messages, id)] });
-    const nIds = Array.from({ length: SIZES.compactions }, (_, i) => `naive-lat-${i}`);
-    const nHandles = [];
-    for (const id of nIds) nHandles.push(await naiveStart(id, 40));
-    const naiveLatencies: number[] = [];
-    for (const h of nHandles) naiveLatencies.push((await timed(() => h.executeUpdate(naiveCompactUpdate)))[0]);
-    const naiveBytes: Record<string, number> = {};
-    for (const size of [100, SIZES.bigTranscript]) {
-      const h = await naiveStart(`naive-size-${String(size).padStart(5, '0')}`, size);
-      const before = await historyOf(h.workflowId);
-      await h.executeUpdate(naiveCompactUpdate);
-      naiveBytes[size] = (await historyOf(h.workflowId)).bytes - before.bytes;
-    }
-    const naiveAppendHandles = await Promise.all(Array.from({ length: 10 }, (_, i) => naiveStart(`naive-app-${i}`, 40)));
-    const naiveAppendLat: number[] = [];
-    const [naiveAppendMs] = await timed(() =>
+    // Floor (c): single-row INSERT transactions, 10 writers, like the append benchmark.
+    log(`floor (c): ${SIZES.appends} single-row INSERT transactions, 10 writers`);
+    const insertLat: number[] = [];
+    const [insertMs] = await timed(() =>
       inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => {
-        const [t] = await timed(() => naiveAppendHandles[i % 10].signal(naiveAppendSignal, [{ role: 'user', content: `append ${i}` }]));
-        naiveAppendLat.push(t);
+        const [t] = await timed(async () => {
+          const c = await pool.connect();
+          try {
+            await c.query('begin');
+            await c.query('insert into bench_floor_rows (n) values ($1)', [i]);
+            await c.query('commit');
+          } finally {
+            c.release();
+          }
+        });
+        insertLat.push(t);
       }),
     );
-    const naiveHistory = await historyOf(naiveAppendHandles[0].workflowId);
-    const naiveCompaction = summary(naiveLatencies);
-    results.naive = {
-      compaction: naiveCompaction,
-      historyBytesPerCompactionByTranscriptSize: naiveBytes,
-      appends: { perSecond: round(SIZES.appends / (naiveAppendMs / 1000)), ...summary(naiveAppendLat) },
-      historyBytesAfterAppends: naiveHistory.bytes,
-    };
-    results.ratios = {
-      compactionP50OursOverNaive: round(compaction.p50 / naiveCompaction.p50),
-      historyBytesBigTranscriptNaiveOverOurs: round(naiveBytes[SIZES.bigTranscript] / bytesBySize[SIZES.bigTranscript], 1),
-      appendsPerSecondOursOverNaive: round(appendsAlone.perSecond / (SIZES.appends / (naiveAppendMs / 1000))),
-    };
+    const floorC = { perSecond: round(SIZES.appends / (insertMs / 1000)), ...summary(insertLat) };
+    results.floorC_insertTransaction = floorC;
+
+    // 2. The commit's own time, from a SQL trace of the worker ----------------------------
+    if (wants('commit')) {
+      log('commit: statements and time of the compaction commit (SQL trace in the worker)');
+      const traceFile = path.join(stack.dir, 'sql-trace.jsonl');
+      await stopWorker();
+      await startWorker({ BENCH_SQL_TRACE_FILE: traceFile });
+      const cIds = Array.from({ length: SIZES.commitSamples }, (_, i) => `bench-commit-${i}`);
+      await inBatches(cIds, 10, (id) => newSession(id, 40));
+      for (const id of cIds) await sessions.compact(id);
+      await stopWorker();
+      await startWorker();
+      const traced = readFileSync(traceFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { statements: number; ms: number; sql: string[] });
+      const commits = traced.filter((t) => t.sql.some((s) => /head_session_id"? *=|commit_compaction/i.test(s) && !/^select/i.test(s)) || t.sql.some((s) => /commit_compaction/i.test(s)));
+      const transactions = traced.filter((t) => t.statements > 1);
+      results.commit = {
+        compactions: cIds.length,
+        commitsFound: commits.length,
+        statements: commits.length ? commits[0].statements : null,
+        ...(commits.length ? { ms: summary(commits.map((c) => c.ms)) } : {}),
+        statementsOfFirst: commits[0]?.sql,
+        transactionsPerCompaction: round(transactions.length / cIds.length, 1),
+        roundTripsPerCompaction: round(traced.reduce((n, t) => n + t.statements, 0) / cIds.length, 1),
+      };
+    }
+
+    // 3. Cost per compaction: history, billable actions, LLM tokens ----------------------
+    if (wants('cost')) {
+      log('cost: history per compaction');
+      await newSession('bench-cost', 40);
+      const costBefore = await historyOf(lineageWorkflowId('bench-cost'));
+      let costHead = 'bench-cost';
+      for (let i = 0; i < SIZES.costCompactions; i++) {
+        costHead = (await sessions.compact(costHead)).sessionId;
+        await sessions.append(costHead, transcript(40, `cost${i}`));
+      }
+      const costAfter = await historyOf(lineageWorkflowId('bench-cost'));
+      const bytesBySize: Record<string, number> = {};
+      for (const size of [100, SIZES.bigTranscript]) {
+        const id = `bench-size-${String(size).padStart(5, '0')}`;
+        await newSession(id, size);
+        const before = await historyOf(lineageWorkflowId(id));
+        await sessions.compact(id, { requestId: 'bench-fixed-length-id' });
+        bytesBySize[size] = (await historyOf(lineageWorkflowId(id))).bytes - before.bytes;
+      }
+      log(`cost: billable actions for a ${SIZES.streamSeconds} s streamed summary, default TTL (60 s)`);
+      const streamed = ['bench-bill-0', 'bench-bill-1'];
+      for (const id of streamed) await newSession(id, 40);
+      const beforeBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
+      const heartbeatsBefore = await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat', service_name: 'frontend' });
+      llm.script(...streamed.map(() => ({ chunks: SIZES.streamSeconds * 2, chunkDelayMs: 500 })));
+      const [streamMs] = await timed(() => Promise.all(streamed.map((id) => sessions.compact(id))));
+      results.heartbeatMetricLines = await promLines(stack.temporal.metricsUrl, 'service_requests', 'RecordActivityTaskHeartbeat');
+      const heartbeats = (await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat', service_name: 'frontend' })) - heartbeatsBefore;
+      const afterBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
+      const delta = (k: string) => afterBill.reduce((n, h, i) => n + (h.counts[k] ?? 0) - (beforeBill[i].counts[k] ?? 0), 0) / streamed.length;
+      const actions = {
+        updates: delta('workflowExecutionUpdateAccepted'),
+        activityStarts: delta('activityTaskScheduled'),
+        heartbeatsRecorded: heartbeats / streamed.length,
+        searchAttributeUpserts: delta('upsertWorkflowSearchAttributes'),
+        memoUpserts: delta('workflowPropertiesModified'),
+        signals: delta('workflowExecutionSignaled'),
+        timers: delta('timerStarted'),
+        localActivities: delta('markerRecorded'),
+      };
+      const tokens = (await database.db.execute(sql`select avg(coalesce(summariser_prompt_tokens, 0) + coalesce(summariser_completion_tokens, 0))::float as total, avg(summariser_prompt_tokens)::float as prompt, avg(summariser_completion_tokens)::float as completion, count(*)::int as n from compactions where outcome = 'compacted'`)).rows[0] as Record<string, number>;
+      results.cost = {
+        historyPerCompaction: { events: round((costAfter.events - costBefore.events) / SIZES.costCompactions, 1), bytes: round((costAfter.bytes - costBefore.bytes) / SIZES.costCompactions, 0) },
+        historyBytesByTranscriptSize: bytesBySize,
+        billable: { streamSeconds: SIZES.streamSeconds, measuredSeconds: round(streamMs / 1000, 1), ...actions, total: round(Object.values(actions).reduce((a, b) => a + b, 0), 1) },
+        llmTokensPerCompaction: { fromAuditRows: tokens.n, prompt: round(tokens.prompt, 1), completion: round(tokens.completion, 1), total: round(tokens.total, 1) },
+      };
+    }
+
+    // 4. Throughput: ours and the reference design --------------------------------------
+    if (wants('throughput')) {
+      log(`throughput: ${SIZES.throughputSessions} sessions x ${SIZES.callers} concurrent callers, ours then the reference design`);
+      const tIds = Array.from({ length: SIZES.throughputSessions }, (_, i) => `bench-tp-${i}`);
+      await inBatches(tIds, 20, (id) => newSession(id, 40));
+      await inBatches(tIds, 20, (id) => newRefSession(`ref-${id}`, 40));
+      const run = async (compact: (id: string) => Promise<string>, prefix: string) => {
+        let errors = 0;
+        const outcomes: Record<string, number> = {};
+        const [ms] = await timed(() =>
+          Promise.all(tIds.flatMap((id) => Array.from({ length: SIZES.callers }, () => compact(prefix + id).then((o) => void (outcomes[o] = (outcomes[o] ?? 0) + 1), () => void errors++)))),
+        );
+        return { ms, outcomes, errors };
+      };
+      const o = await run(async (id) => (await sessions.compact(id)).outcome, '');
+      const committed = Number(((await database.db.execute(sql`select count(*) as n from sessions where parent_session_id like 'bench-tp-%'`)).rows[0] as { n: string }).n);
+      const r = await run(async (id) => (await reference.compact(id)).outcome, 'ref-');
+      const refAudit = await reference.audit(tIds.map((id) => `ref-${id}`));
+      const callers = SIZES.throughputSessions * SIZES.callers;
+      results.throughput = {
+        sessions: SIZES.throughputSessions,
+        callers,
+        ours: { seconds: round(o.ms / 1000), compactionsPerSecond: round(committed / (o.ms / 1000)), answersPerSecond: round(callers / (o.ms / 1000)), outcomes: o.outcomes, errors: o.errors, forks: (await sessions.audit()).forks },
+        reference: { seconds: round(r.ms / 1000), compactionsPerSecond: round(refAudit.committedCompactions / (r.ms / 1000)), answersPerSecond: round(callers / (r.ms / 1000)), outcomes: r.outcomes, errors: r.errors, forks: refAudit.forks },
+      };
+    }
+
+    // 5. Appends: floor (c), ours and the reference design, alone and during compactions ---
+    if (wants('appends')) {
+      log(`appends: ${SIZES.appends} single-message appends, 10 writers`);
+      const appendRun = async (append: (i: number) => Promise<unknown>, during?: () => Promise<void>) => {
+        const latencies: number[] = [];
+        let stop = false;
+        let compactions = 0;
+        const background = during ? (async () => { while (!stop) { await during(); compactions++; } })() : undefined;
+        const [ms] = await timed(() => inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => void latencies.push((await timed(() => append(i)))[0])));
+        stop = true;
+        await background;
+        return { perSecond: round(SIZES.appends / (ms / 1000)), ...summary(latencies), ...(during ? { compactionsMeanwhile: compactions } : {}) };
+      };
+      const aIds = Array.from({ length: 10 }, (_, i) => `bench-app-${i}`);
+      await inBatches(aIds, 10, (id) => newSession(id, 40));
+      await inBatches(aIds, 10, (id) => newRefSession(`ref-${id}`, 40));
+      const oursAppend = (i: number) => sessions.append(aIds[i % 10], [{ role: 'user', content: `append ${i}` }]);
+      const refAppend = (i: number) => reference.append(`ref-${aIds[i % 10]}`, [{ role: 'user', content: `append ${i}` }]);
+      let k = 0;
+      const oursAlone = await appendRun(oursAppend);
+      const oursDuring = await appendRun(oursAppend, async () => void (await sessions.compact((await sessions.transcript(aIds[k++ % 10])).sessionId, { force: true })));
+      const refAlone = await appendRun(refAppend);
+      const refDuring = await appendRun(refAppend, async () => {
+        const id = `ref-${aIds[k++ % 10]}`;
+        await reference.compact(await reference.head(id));
+      });
+      const tokenCounting = measureTokenCounting();
+      results.appends = {
+        tokenCounting,
+        floorC: floorC,
+        ours: { alone: oursAlone, duringCompactions: oursDuring },
+        reference: { alone: refAlone, duringCompactions: refDuring },
+        ratios: {
+          oursThroughputOverFloorC: round(oursAlone.perSecond / floorC.perSecond),
+          oursP99DuringOverAlone: round(oursDuring.p99 / oursAlone.p99),
+          referenceThroughputOverFloorC: round(refAlone.perSecond / floorC.perSecond),
+        },
+      };
+    }
+
+    // 6. Faults, both designs -------------------------------------------------------------
+    if (wants('faults')) {
+      await stopWorker(); // the fault scenarios run their own worker processes on their own queue
+      results.faults = await runFaults(stack, database, log, { onlyConcurrentTriggers: quick && !only });
+      await startWorker();
+    }
+
+    // 7. Wake after eviction --------------------------------------------------------------
+    if (wants('wake')) {
+      log(`wake: lineages after ${SIZES.ages.join(', ')} compactions and one at its run's worst point, continue-as-new every ${SIZES.period}`);
+      const tuned = await SessionsClient.connect({ config, database, settings: { maxCompactionsPerRun: SIZES.period } });
+      const ages = [...SIZES.ages, SIZES.period - 1];
+      const wakeIds = ages.map((n, i) => `bench-wake-${i === SIZES.ages.length ? 'worst' : n}`);
+      await Promise.all(
+        wakeIds.map(async (id, i) => {
+          await newSession(id, 40, tuned);
+          let head = id;
+          for (let c = 0; c < ages[i]; c++) {
+            head = (await tuned.compact(head, { force: true })).sessionId;
+            await tuned.append(head, transcript(6, `w${c}`));
+          }
+        }),
+      );
+      await tuned.close();
+      const wake: Record<string, number[]> = Object.fromEntries(wakeIds.map((id) => [id, []]));
+      for (let s = 0; s < SIZES.wakeSamples; s++) {
+        await stopWorker();
+        await startWorker(); // an empty cache: every lineage replays its current run on wake
+        await sessions.state(ids[0]); // the worker's first workflow task (its V8 context, its connections) is not a wake
+        for (const id of s % 2 ? [...wakeIds].reverse() : wakeIds) wake[id].push((await timed(() => sessions.state(id)))[0]);
+      }
+      results.wake = {
+        maxCompactionsPerRun: SIZES.period,
+        lineages: await Promise.all(
+          wakeIds.map(async (id, i) => ({ compactions: ages[i], worstPointOfRun: i === SIZES.ages.length, currentRunEvents: (await historyOf(lineageWorkflowId(id))).events, ms: summary(wake[id]) })),
+        ),
+      };
+    }
+
+    // 8. Memory per cached idle lineage, cache = number of lineages, reuseV8Context on/off --
+    if (wants('memory')) {
+      log(`memory: ${SIZES.idle} idle lineages, cache set to ${SIZES.idle}`);
+      const idleIds = Array.from({ length: SIZES.idle }, (_, i) => `bench-idle-${i}`);
+      await inBatches(idleIds, 25, async (id) => void (await sessions.createSession({ sessionId: id })));
+      const memory: Record<string, unknown> = {};
+      // reuseV8Context off costs about 3x the memory: compared on a smaller set (so the machine, shared, is not pushed
+      // past its RAM), then the default (on) at the full count for the 4 GiB target.
+      const compareCount = Math.min(SIZES.idle, 2000);
+      for (const [label, reuse, count] of [['reuseV8Context', true, compareCount], ['noReuseV8Context', false, compareCount], ['reuseV8ContextFull', true, SIZES.idle]] as const) {
+        if (label === 'reuseV8ContextFull' && count === compareCount) continue;
+        const some = idleIds.slice(0, count);
+        await stopWorker();
+        const w = await startWorker({ WORKER_MAX_CACHED_WORKFLOWS: String(count), BENCH_WORKER_OPTIONS: JSON.stringify({ reuseV8Context: reuse }) });
+        const fresh = rssKiB(w.pid!);
+        const [loadMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.state(id)))); // each replays into the cache
+        const loaded = rssKiB(w.pid!);
+        // Touch them all again: if any had been evicted, this would replay it (cache check).
+        const [touchMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.state(id))));
+        memory[label] = {
+          lineages: count,
+          cacheSize: count,
+          freshWorkerMiB: round(fresh / 1024, 1),
+          withIdleLineagesMiB: round(loaded / 1024, 1),
+          kibPerCachedLineage: round((loaded - fresh) / count, 1),
+          loadSeconds: round(loadMs / 1000, 1),
+          secondTouchSeconds: round(touchMs / 1000, 1),
+          within4GiB: rssKiB(w.pid!) < 4 * 1024 * 1024,
+        };
+      }
+      results.memory = { idleLineages: SIZES.idle, cacheSize: SIZES.idle, ...memory };
+      await stopWorker();
+      await startWorker();
+    }
   } finally {
     await sessions.close();
-    await stopWorkerProcess();
-    auxWorker.shutdown();
-    await auxRunning;
+    await stopWorker();
+    await stopProcess(auxProcess);
     await connection.close();
-    await nativeConnection.close();
+    await pool.end();
     await database.close();
-    await scratch.stop();
+    await stack.stop();
   }
+
+  // 9. Eager activity dispatch, on a fresh server with it enabled -------------------------
+  if (wants('eager')) results.eager = await measureEager(llm);
+  // 10. The naive design, in its own worker process on a fresh server ----------------------
+  if (wants('naive')) results.naive = await measureNaive(results);
+  results.seconds = round((now() - started) / 1000, 1);
 
   mkdirSync(path.join(__dirname, 'results'), { recursive: true });
   const file = path.join(__dirname, 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`);
   writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-  console.log(renderTable(results as never));
+  console.log(renderTable(results));
   console.log(`\nJSON: ${path.relative(PROJECT_ROOT, file)}`);
 }
 
-function renderTable(r: any): string {
-  const rows: Array<[string, string]> = [
-    ['floor: bare Update round trip p50', `${r.floor.update.p50} ms`],
-    ['floor: one Postgres transaction p50', `${r.floor.transaction.p50} ms`],
-    ['compaction (instant summariser) p50 / p95 / p99', `${r.compaction.p50} / ${r.compaction.p95} / ${r.compaction.p99} ms`],
-    ['compaction p50 / floor (target <= 2)', `${r.compaction.p50OverFloor}`],
-    ['history events per compaction (target <= 12)', `${r.costPerCompaction.events}`],
-    ['history bytes per compaction', `${r.costPerCompaction.bytes}`],
-    ...Object.entries(r.costPerCompaction.historyBytesByTranscriptSize).map(([k, v]) => [`history bytes, compacting ${k} messages`, `${v}`] as [string, string]),
-    [`throughput: ${r.throughput.sessions} sessions x ${r.throughput.callers / r.throughput.sessions} callers`, `${r.throughput.compactionsPerSecond} compactions/s, ${r.throughput.answersPerSecond} answers/s`],
-    ['throughput: forks / errors', `${r.throughput.forks} / ${r.throughput.errors}`],
-    ['appends alone: msgs/s, p99', `${r.appends.alone.perSecond}/s, ${r.appends.alone.p99} ms`],
-    ['appends during compactions: msgs/s, p99', `${r.appends.duringCompactions.perSecond}/s, ${r.appends.duringCompactions.p99} ms`],
-    [`worker memory per cached idle session (${r.scale.idleSessions})`, `${r.scale.kibPerCachedSession} KiB`],
-    ['wake after eviction, 1 prior compaction (p50)', `${r.scale.wakeAfter1CompactionMs.p50} ms`],
-    [`wake after eviction, ${r.scale.wakeAfterManyCompactionsMs.compactions} prior compactions`, `${r.scale.wakeAfterManyCompactionsMs.firstTouch} ms (current run: ${r.scale.wakeAfterManyCompactionsMs.currentRunEvents} events)`],
-    ['naive: compaction p50', `${r.naive.compaction.p50} ms`],
-    ...Object.entries(r.naive.historyBytesPerCompactionByTranscriptSize).map(([k, v]) => [`naive: history bytes, compacting ${k} messages`, `${v}`] as [string, string]),
-    ['naive: appends by signal msgs/s, p99', `${r.naive.appends.perSecond}/s, ${r.naive.appends.p99} ms`],
-    ['ratio: compaction p50, ours / naive', `${r.ratios.compactionP50OursOverNaive}`],
-    [`ratio: history bytes compacting ${r.sizes.bigTranscript} messages, naive / ours`, `${r.ratios.historyBytesBigTranscriptNaiveOverOurs}`],
-    ['ratio: appends/s, ours / naive', `${r.ratios.appendsPerSecondOursOverNaive}`],
-  ];
-  return ['| measure | value |', '| --- | --- |', ...rows.map(([a, b]) => `| ${a} | ${b} |`)].join('\n');
+/** Does this SDK and the dev server dispatch activities eagerly? The same-shape floor with and without. */
+async function measureEager(_llm: unknown) {
+  log('eager activity dispatch: the same-shape floor on the default dev server and on one with it enabled, workers with and without eager slots');
+  const out: Record<string, unknown> = {};
+  for (const enabled of [false, true]) {
+    const stack = await startBenchStack(`bench-eager-${enabled}`, { temporalArgs: enabled ? ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'] : [] });
+    const on = await spawnBenchProcess('aux-worker.ts', { ...stack.env, BENCH_AUX_QUEUE: 'eager-on' }, { ready: 'aux worker ready' });
+    const off = await spawnBenchProcess('aux-worker.ts', { ...stack.env, BENCH_AUX_QUEUE: 'eager-off', BENCH_WORKER_OPTIONS: JSON.stringify({ maxEagerActivityReservationsPerWorkflowTask: 0 }) }, { ready: 'aux worker ready' });
+    const connection = await Connection.connect({ address: stack.config.temporal.address });
+    const client = new Client({ connection });
+    try {
+      const handles: Record<string, WorkflowHandle> = {};
+      for (const q of ['eager-on', 'eager-off']) {
+        handles[q] = await client.workflow.start('sameShapeWorkflow', { workflowId: `shape-${q}`, taskQueue: q });
+        await handles[q].executeUpdate(sameShapeUpdate, { args: [0] });
+      }
+      const lat: Record<string, number[]> = { 'eager-on': [], 'eager-off': [] };
+      const eagerBefore = await promCounter(stack.temporal.metricsUrl, EAGER_METRIC);
+      for (let r = 0; r < SIZES.eagerRounds; r++) {
+        for (const q of r % 2 ? ['eager-on', 'eager-off'] : ['eager-off', 'eager-on']) lat[q].push((await timed(() => handles[q].executeUpdate(sameShapeUpdate, { args: [r] })))[0]);
+      }
+      out[enabled ? 'serverEnabled' : 'serverDefault'] = {
+        metricLines: await promLines(stack.temporal.metricsUrl, EAGER_METRIC),
+        eagerDispatchesCounted: (await promCounter(stack.temporal.metricsUrl, EAGER_METRIC)) - eagerBefore,
+        workerWithEagerSlots: summary(lat['eager-on']),
+        workerWithoutEagerSlots: summary(lat['eager-off']),
+      };
+    } finally {
+      await connection.close();
+      await stopProcess(on);
+      await stopProcess(off);
+      await stack.stop();
+    }
+  }
+  return out;
 }
+
+/** The naive design (transcript in workflow state) in its own worker process, on a fresh server. */
+async function measureNaive(results: Record<string, any>) {
+  log('naive design: its own worker process on a fresh server; appends write the same Postgres rows as ours, then signal');
+  const stack = await startBenchStack('bench-naive');
+  const aux = await spawnBenchProcess('aux-worker.ts', { ...stack.env, BENCH_AUX_QUEUE: 'naive' }, { ready: 'aux worker ready' });
+  const database = openDatabase(stack.config.databaseUrl, { max: 20 });
+  await runMigrations(database);
+  const connection = await Connection.connect({ address: stack.config.temporal.address });
+  const temporal = new Client({ connection });
+  const sessions = await SessionsClient.connect({ config: stack.config, database });
+  const historyBytes = async (id: string) => historyToJSON(await temporal.workflow.getHandle(id).fetchHistory()).length;
+  try {
+    const start = async (id: string, messages: number) => temporal.workflow.start('naiveSessionWorkflow', { workflowId: id, taskQueue: 'naive', args: [transcript(messages, id)] });
+    const nIds = Array.from({ length: Math.min(SIZES.rounds, 100) }, (_, i) => `naive-lat-${i}`);
+    const handles = [];
+    for (const id of nIds) handles.push(await start(id, 40));
+    const latencies: number[] = [];
+    for (const h of handles) latencies.push((await timed(() => h.executeUpdate(naiveCompactUpdate)))[0]);
+    const bytes: Record<string, number> = {};
+    for (const size of [100, SIZES.bigTranscript]) {
+      const h = await start(`naive-size-${size}`, size);
+      const before = await historyBytes(h.workflowId);
+      await h.executeUpdate(naiveCompactUpdate);
+      bytes[size] = (await historyBytes(h.workflowId)) - before;
+    }
+    // Appends: the same Postgres rows as ours (through the same store), then the signal that puts them in workflow state.
+    const appendHandles = await Promise.all(Array.from({ length: 10 }, (_, i) => start(`naive-app-${i}`, 40)));
+    await Promise.all(appendHandles.map((h) => sessions.createSession({ sessionId: h.workflowId })));
+    const appendLat: number[] = [];
+    const [appendMs] = await timed(() =>
+      inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => {
+        const batch: ChatMessage[] = [{ role: 'user', content: `append ${i}` }];
+        const h = appendHandles[i % 10];
+        const [t] = await timed(async () => {
+          await sessions.append(h.workflowId, batch);
+          await h.signal(naiveAppendSignal, batch);
+        });
+        appendLat.push(t);
+      }),
+    );
+    const compaction = summary(latencies);
+    const appends = { perSecond: round(SIZES.appends / (appendMs / 1000)), ...summary(appendLat) };
+    return {
+      compaction,
+      historyBytesPerCompactionByTranscriptSize: bytes,
+      appends,
+      historyBytesAfterAppends: await historyBytes(appendHandles[0].workflowId),
+      ratios: {
+        compactionP50OursOverNaive: results.latency ? round(results.latency.ours.p50 / compaction.p50) : null,
+        historyBytesBigTranscriptNaiveOverOurs: results.cost ? round(bytes[SIZES.bigTranscript] / results.cost.historyBytesByTranscriptSize[SIZES.bigTranscript], 1) : null,
+        appendsPerSecondOursOverNaive: results.appends ? round(results.appends.ours.alone.perSecond / appends.perSecond) : null,
+      },
+    };
+  } finally {
+    await sessions.close();
+    await connection.close();
+    await stopProcess(aux);
+    await database.close();
+    await stack.stop();
+  }
+}
+
+const ms = (s: { p50: number; p99: number }) => `${s.p50} / ${s.p99} ms`;
+function renderTable(r: Record<string, any>): string {
+  const rows: Array<[string, string]> = [];
+  const add = (a: string, b: unknown) => rows.push([a, String(b)]);
+  const L = r.latency;
+  add('floor (a): bare Update, p50 / p99', ms(L.floorA_bareUpdate));
+  add('floor (b): same-shape Update (heartbeating activity, one transaction), p50 / p99', ms(L.floorB_sameShape));
+  add('ours: compaction (instant summariser), p50 / p99', ms(L.ours));
+  add('reference design: compaction (instant summariser), p50 / p99', ms(L.reference));
+  add('ours / floor (b), p50 (target <= 1.3) / p99', `${L.oursOverFloorB.p50} / ${L.oursOverFloorB.p99}`);
+  add('floor (c): single-row INSERT transaction, 10 writers: per s, p50 / p99', `${r.floorC_insertTransaction.perSecond}/s, ${ms(r.floorC_insertTransaction)}`);
+  if (r.commit) {
+    add('commit: statements (round trips) in the commit transaction', r.commit.statements);
+    if (r.commit.ms) add('commit: own time p50 / p99 (target <= 2x one transaction)', ms(r.commit.ms));
+    add('round trips to Postgres per compaction (all statements)', r.commit.roundTripsPerCompaction);
+  }
+  if (r.cost) {
+    add('history per compaction: events / bytes', `${r.cost.historyPerCompaction.events} / ${r.cost.historyPerCompaction.bytes}`);
+    for (const [k, v] of Object.entries(r.cost.historyBytesByTranscriptSize)) add(`history bytes, compacting ${k} messages`, v);
+    const b = r.cost.billable;
+    add(`billable actions per compaction, ${b.streamSeconds} s streamed summary, TTL 60 s (target <= 5)`, `${b.total} (Update ${b.updates}, activity ${b.activityStarts}, heartbeats ${b.heartbeatsRecorded}, upserts ${b.searchAttributeUpserts + b.memoUpserts}, signals ${b.signals}, timers ${b.timers})`);
+    add('LLM tokens per compaction (audit rows): prompt / completion', `${r.cost.llmTokensPerCompaction.prompt} / ${r.cost.llmTokensPerCompaction.completion}`);
+  }
+  if (r.throughput) {
+    const t = r.throughput;
+    add(`throughput, ours: ${t.sessions} sessions x ${t.callers / t.sessions} callers`, `${t.ours.compactionsPerSecond} compactions/s, ${t.ours.answersPerSecond} answers/s, errors ${t.ours.errors}, forks ${t.ours.forks}`);
+    add(`throughput, reference design: same load`, `${t.reference.compactionsPerSecond} compactions/s, ${t.reference.answersPerSecond} answers/s, errors ${t.reference.errors}, forks ${t.reference.forks}`);
+  }
+  if (r.appends) {
+    const a = r.appends;
+    add('appends, ours alone: per s, p50 / p99', `${a.ours.alone.perSecond}/s, ${ms(a.ours.alone)}`);
+    add('appends, ours during compactions: per s, p50 / p99', `${a.ours.duringCompactions.perSecond}/s, ${ms(a.ours.duringCompactions)}`);
+    add('appends, reference alone: per s, p50 / p99', `${a.reference.alone.perSecond}/s, ${ms(a.reference.alone)}`);
+    add('appends, reference during compactions: per s, p50 / p99', `${a.reference.duringCompactions.perSecond}/s, ${ms(a.reference.duringCompactions)}`);
+    add('appends ours / floor (c) throughput (target >= 0.5)', a.ratios.oursThroughputOverFloorC);
+    add('appends ours p99 during / alone (target <= 1.5)', a.ratios.oursP99DuringOverAlone);
+    add('token counting per appended message: estimate / real tokenizer (o200k, gpt-tokenizer, as appends use it); estimate / real tokens', `${a.tokenCounting.estimateUsPerMessage} / ${a.tokenCounting.realUsPerMessage} µs; ${a.tokenCounting.estimateOverRealTokens}`);
+  }
+  if (r.wake) {
+    for (const l of r.wake.lineages) add(`wake after eviction, ${l.worstPointOfRun ? `worst point of a run (${l.compactions} compactions in it)` : `${l.compactions} compactions`}: p50 / p99 (target p99 <= 250)`, `${ms(l.ms)} (${l.currentRunEvents} events)`);
+  }
+  if (r.memory) {
+    for (const k of ['reuseV8Context', 'noReuseV8Context', 'reuseV8ContextFull']) {
+      const m = r.memory[k];
+      if (m) add(`memory, ${k === 'noReuseV8Context' ? 'reuseV8Context off' : 'reuseV8Context on (default)'}, ${m.lineages} idle lineages, cache ${m.cacheSize}: per lineage, worker RSS`, `${m.kibPerCachedLineage} KiB, ${m.withIdleLineagesMiB} MiB`);
+    }
+  }
+  if (r.eager) {
+    for (const [k, v] of Object.entries<any>(r.eager)) add(`eager dispatch, ${k}: eager dispatches counted; floor (b) with / without eager slots p50`, `${v.eagerDispatchesCounted}; ${v.workerWithEagerSlots.p50} / ${v.workerWithoutEagerSlots.p50} ms`);
+  }
+  if (r.naive) {
+    add('naive: compaction p50 / p99', ms(r.naive.compaction));
+    add('naive: appends (Postgres row + signal) per s, p99', `${r.naive.appends.perSecond}/s, ${r.naive.appends.p99} ms`);
+    for (const [k, v] of Object.entries(r.naive.historyBytesPerCompactionByTranscriptSize)) add(`naive: history bytes, compacting ${k} messages`, v);
+  }
+  const table = ['| measure | value |', '| --- | --- |', ...rows.map(([a, b]) => `| ${a} | ${b} |`)].join('\n');
+  const faults = r.faults
+    ? [
+        '',
+        '| scenario | design | callers: compacted / unchanged / error | committed | LLM calls per commit | forks | orphans | appends acked | lost | duplicated |',
+        '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+        ...r.faults.map((f: any) => `| ${f.scenario} | ${f.design} | ${f.compacted} / ${f.unchanged} / ${f.errors} | ${f.committedCompactions} | ${f.llmCallsPerCommit === null ? 'n/a' : round(f.llmCallsPerCommit)} | ${f.forks} | ${f.orphans} | ${f.appendsAcknowledged} | ${f.lostMessages} | ${f.duplicatedMessages} |`),
+      ].join('\n')
+    : '';
+  return table + '\n' + faults;
+}
+
 
 main().catch((error) => {
   console.error(error);

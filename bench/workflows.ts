@@ -1,6 +1,8 @@
 /**
  * Workflows used only by the benchmark (never shipped):
  * - floorWorkflow: an Update that does nothing, the floor of any Update round trip;
+ * - sameShapeWorkflow: the same-shape floor of a compaction, an Update that runs one
+ *   heartbeating activity doing one Postgres transaction, then answers (nothing of ours in it);
  * - naiveSessionWorkflow: what a user might write instead of this service, the transcript
  *   carried in workflow state, appends by signal, compaction by an activity that gets and
  *   returns the whole transcript through history.
@@ -13,6 +15,17 @@ export const noopUpdate = defineUpdate<number, [number]>('noop');
 
 export async function floorWorkflow(): Promise<void> {
   setHandler(noopUpdate, (n) => n);
+  await condition(() => false);
+}
+
+export const sameShapeUpdate = defineUpdate<number, [number]>('sameShape');
+
+// The same activity options as the lineage workflow's summarise activity (heartbeat timeout = the
+// default lease TTL), so the server does the same work per attempt.
+const { floorTransaction } = proxyActivities<NaiveActivities>({ startToCloseTimeout: '30 minutes', heartbeatTimeout: '60 seconds' });
+
+export async function sameShapeWorkflow(): Promise<void> {
+  setHandler(sameShapeUpdate, async (n) => floorTransaction(n));
   await condition(() => false);
 }
 

@@ -14,7 +14,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { SessionsClient } from '../src/client';
 import { PROJECT_ROOT } from '../src/config';
 import { openDatabase } from '../src/db/database';
-import { closeSignal, lineageWorkflowId } from '../src/workflows/contract';
+import { closeSignal, compactSignal, lineageWorkflowId } from '../src/workflows/contract';
 import { createSessionWorker } from '../src/worker';
 import { conversation } from '../test/support/conversation';
 import { startScratchStack } from '../test/support/scratch-stack';
@@ -23,7 +23,7 @@ export const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test/replay/histories');
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const scratch = await startScratchStack('record-histories', { COMPACTION_LEASE_TTL_MS: '1000', COMPACTION_STALL_TIMEOUT_MS: '30000' });
+  const scratch = await startScratchStack('record-histories', { COMPACTION_LEASE_TTL_MS: '3000', COMPACTION_STALL_TIMEOUT_MS: '30000' });
   const { config, llm } = scratch;
   const database = openDatabase(config.databaseUrl);
   const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
@@ -41,6 +41,7 @@ async function main(): Promise<void> {
   const settings = { retryInitialIntervalMs: 200, retryMaximumIntervalMs: 500, maxAttempts: 3 };
   const client = await SessionsClient.connect({ config, database, settings });
   const canClient = await SessionsClient.connect({ config, database, settings: { ...settings, maxCompactionsPerRun: 1 } });
+  const idleClient = await SessionsClient.connect({ config, database, settings: { ...settings, idleTimeoutMs: 1000 } });
   const connection = await Connection.connect({ address: config.temporal.address });
   const temporal = new Client({ connection });
   const recorded: string[] = [];
@@ -50,9 +51,9 @@ async function main(): Promise<void> {
     await c.append(id, conversation(12));
     return id;
   }
-  async function save(name: string, id: string) {
+  async function save(name: string, id: string, options: { close?: boolean } = {}) {
     const handle = temporal.workflow.getHandle(lineageWorkflowId(id));
-    await handle.signal(closeSignal);
+    if (options.close !== false) await handle.signal(closeSignal);
     await handle.result();
     // Every run of the chain (continue-as-new starts new runs).
     const runs: string[] = [];
@@ -108,11 +109,50 @@ async function main(): Promise<void> {
 
     // Lost lease: attempt 1 stops heartbeating, attempt 2 commits, attempt 1's late result is discarded.
     silenceFirstAttempt = true;
-    llm.script({ delayMs: 3000 }, {});
+    llm.script({ delayMs: 6000 }, {});
     await client.compact(await session('lost-lease'));
-    await new Promise((r) => setTimeout(r, 3000));
+    await new Promise((r) => setTimeout(r, 6000));
     silenceFirstAttempt = false;
     await save('lost-lease', 'lost-lease');
+
+    // Queued while a job runs: a request naming another session waits, then is judged stale.
+    await client.compact(await session('queued-while-running'));
+    await client.append('queued-while-running', conversation(12).slice(1));
+    llm.script({ delayMs: 1500 });
+    const summariesBefore = llm.requests.length;
+    const running = client.compact('queued-while-running--g1', { requestId: 'running' });
+    await llm.waitForRequests(summariesBefore + 1);
+    await client.compact('queued-while-running', { requestId: 'queued-old-head' });
+    await running;
+    await save('queued-while-running', 'queued-while-running');
+
+    // Idle: the run completes after its idle timeout without being closed; the lineage stays open.
+    await idleClient.compact(await session('idle', idleClient));
+    await save('idle', 'idle', { close: false });
+
+    // Closed at start: a run started for a lineage already closed in Postgres completes at once.
+    await session('closed-at-start');
+    await client.closeSession('closed-at-start');
+    await temporal.workflow.signalWithStart('sessionLineageWorkflow', {
+      workflowId: lineageWorkflowId('closed-at-start'),
+      taskQueue: config.temporal.taskQueue,
+      args: [{ lineageId: 'closed-at-start', headSessionId: 'closed-at-start', generation: 0, mode: 'rotate' }],
+      signal: compactSignal,
+      signalArgs: [{ sessionId: 'closed-at-start', requestId: 'after-close' }],
+    });
+    await save('closed-at-start', 'closed-at-start', { close: false });
+
+    // Continue-as-new under load: the run reaches its limit while a request waits in the queue;
+    // the next run gets it carried and answers it (stale: it names the old head).
+    await canClient.compact(await session('continue-as-new-under-load', canClient));
+    await canClient.append('continue-as-new-under-load', conversation(12).slice(1));
+    llm.script({ delayMs: 1500 });
+    const beforeLimit = llm.requests.length;
+    const atLimit = canClient.compact('continue-as-new-under-load--g1', { requestId: 'at-limit' });
+    await llm.waitForRequests(beforeLimit + 1);
+    const waiting = canClient.compact('continue-as-new-under-load', { requestId: 'waiting', timeoutMs: 60_000 });
+    await Promise.all([atLimit, waiting]);
+    await save('continue-as-new-under-load', 'continue-as-new-under-load');
 
     // Continue-as-new after every compaction, with requests on both sides of the boundary.
     await session('continue-as-new', canClient);
@@ -124,6 +164,7 @@ async function main(): Promise<void> {
   } finally {
     await client.close();
     await canClient.close();
+    await idleClient.close();
     sessionWorker.shutdown();
     await running;
     await connection.close();

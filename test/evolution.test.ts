@@ -13,7 +13,7 @@ import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/config';
 import { LineageClosedError } from '../src/errors';
 import { lineageWorkflowId } from '../src/workflows/contract';
-import { PATCH_CLOSE_MARKS_LINEAGE } from '../src/workflows/session-lineage';
+import { PATCH_CHECK_CLOSED_AT_START, PATCH_CLOSE_MARKS_LINEAGE } from '../src/workflows/session-lineage';
 import { conversation, uniqueId, useTestStack } from './support/stack';
 
 // Recorded before the close path changed; kept apart from the re-recordable histories.
@@ -57,5 +57,42 @@ describe('evolving the workflow with patched()', () => {
     expect(lineage.closed_at).not.toBeNull();
     await expect(stack().client.append(head, [{ role: 'user', content: 'after close' }])).rejects.toBeInstanceOf(LineageClosedError);
     await expect(stack().client.compact(head)).rejects.toBeInstanceOf(LineageClosedError);
+  });
+});
+
+/** Today's workflow code with one change to its source, bundled from a copy inside the project. */
+async function bundleWithout(name: string, from: string, to: string): Promise<string> {
+  const dir = path.join(inject('stack').runDir, name);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  cpSync(path.join(PROJECT_ROOT, 'src'), path.join(dir, 'src'), { recursive: true });
+  const file = path.join(dir, 'src/workflows/session-lineage.ts');
+  const source = readFileSync(file, 'utf8');
+  const changed = source.replace(from, to);
+  expect(changed).not.toBe(source);
+  writeFileSync(file, changed);
+  const { code } = await bundleWorkflowCode({ workflowsPath: path.join(dir, 'src/workflows/index.ts'), logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never });
+  return code;
+}
+
+describe('the check-closed-at-start patch', () => {
+  // Recorded before a new run asked Postgres whether its lineage was closed.
+  const before = () => historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, 'replay/fixed/v1-rotation.json'), 'utf8')));
+
+  it('a history from before replays on today code, and fails to without the guard', async () => {
+    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, before(), 'v1-rotation')).resolves.toBeUndefined();
+    const code = await bundleWithout('unguarded-closed-check', 'patched(PATCH_CHECK_CLOSED_AT_START) &&', 'true &&');
+    await expect(Worker.runReplayHistory({ workflowBundle: { code } }, before(), 'v1-rotation')).rejects.toThrow(/[Nn]ondeterminism/);
+  });
+
+  it('new executions take the new path', async () => {
+    const id = uniqueId('ev');
+    await stack().client.createSession({ sessionId: id });
+    await stack().client.closeSession(id);
+    const history = await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).fetchHistory();
+    const patches = (history.events ?? [])
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+      .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0].data!).toString('utf8')).id);
+    expect(patches).toContain(PATCH_CHECK_CLOSED_AT_START);
   });
 });

@@ -17,6 +17,18 @@ async function runsOf(lineageId: string): Promise<Array<{ runId: string; status:
   return runs;
 }
 
+/** For each run after the first: how many queued requests its input carried. */
+async function carriedQueuesOf(lineageId: string): Promise<number[]> {
+  const queues: number[] = [];
+  for (const run of await runsOf(lineageId)) {
+    const history = await stack().temporal.workflow.getHandle(lineageWorkflowId(lineageId), run.runId).fetchHistory();
+    const payload = history.events![0].workflowExecutionStartedEventAttributes!.input!.payloads![0];
+    const input = JSON.parse(Buffer.from(payload.data!).toString('utf8')) as { carried?: { queue: unknown[] } };
+    if (input.carried) queues.push(input.carried.queue.length);
+  }
+  return queues;
+}
+
 describe('continue-as-new', () => {
   it('requests arriving across run boundaries are none lost, none run twice, retries answered from carried state', async () => {
     const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { maxCompactionsPerRun: 2 } });
@@ -60,6 +72,86 @@ describe('continue-as-new', () => {
       expect(state).toMatchObject({ headSessionId: head, generation: 8, compactions: 8 });
     } finally {
       stack().llm.setDefault({});
+      await client.close();
+    }
+  });
+});
+
+describe('continue-as-new under sustained load', () => {
+  it('continues as new at its limit even while requests wait, carrying them: every caller answered, nothing run twice', async () => {
+    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { maxCompactionsPerRun: 3 } });
+    try {
+      const root = uniqueId('load');
+      await client.createSession({ sessionId: root });
+      await client.append(root, conversation(10));
+      stack().llm.setDefault({ delayMs: 150 }); // requests pile up while each job runs
+      let calls = 0;
+      const answers: Array<{ outcome: string }> = [];
+      const errors: unknown[] = [];
+      let generation = 0;
+      // Each caller knows only the head its own answers told it: late callers name an older
+      // head, and their requests wait in the queue while a job runs.
+      const caller = async (c: number) => {
+        let head = root;
+        for (let n = 0; generation < 10; n++) {
+          await client.append(head, conversation(4).slice(1));
+          calls++;
+          try {
+            const result = await client.compact(head, { requestId: `c${c}-${n}`, timeoutMs: 60_000 });
+            answers.push(result);
+            head = result.sessionId;
+            generation = Math.max(generation, result.generation);
+          } catch (error) {
+            errors.push(error);
+            return;
+          }
+        }
+      };
+      await Promise.all([0, 1, 2, 3, 4, 5].map(caller));
+      expect(errors).toEqual([]);
+      expect(answers).toHaveLength(calls); // every caller got its answer
+
+      // Several continue-as-new points.
+      const carriedQueues = await carriedQueuesOf(root);
+      expect(carriedQueues.length).toBeGreaterThanOrEqual(3);
+
+      // Nothing run twice: each request id is in at most one job.
+      const twice = await stack().db.db.execute(sql`
+        select r.id from compactions c, jsonb_array_elements_text(c.request_ids) as r(id)
+        where c.lineage_id = ${root} group by r.id having count(*) > 1`);
+      expect(twice.rows).toEqual([]);
+      expect(await client.audit()).toMatchObject({ forks: 0, orphans: 0, lostMessages: 0, duplicatedMessages: 0 });
+    } finally {
+      stack().llm.setDefault({});
+      await client.close();
+    }
+  });
+});
+
+describe('continue-as-new with a queue', () => {
+  it('carries the requests waiting when the run reaches its limit; their callers get their answers from the next run', async () => {
+    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { maxCompactionsPerRun: 2 } });
+    try {
+      const root = uniqueId('carry');
+      await client.createSession({ sessionId: root });
+      await client.append(root, conversation(10));
+      const first = await client.compact(root);
+      await client.append(first.sessionId, conversation(10).slice(1));
+      // The second compaction reaches the limit; while it runs, requests naming other sessions wait in the queue.
+      stack().llm.script({ chunks: 6, chunkDelayMs: 400 });
+      const second = client.compact(first.sessionId, { requestId: 'limit' });
+      await stack().llm.waitForRequests(2);
+      const waiting = await Promise.all([
+        client.compact(root, { requestId: 'old-head-update', timeoutMs: 60_000 }),
+        client.requestCompaction(root, { requestId: 'old-head-signal' }).then((id) => client.waitForResult(root, id, { timeoutMs: 60_000 })),
+        second,
+      ]);
+      expect(waiting[2]).toMatchObject({ outcome: 'compacted', generation: 2 });
+      expect(waiting[0]).toMatchObject({ outcome: 'stale', sessionId: waiting[2].sessionId, requestId: 'old-head-update' });
+      expect(waiting[1]).toMatchObject({ outcome: 'stale', sessionId: waiting[2].sessionId, requestId: 'old-head-signal' });
+      const queues = await carriedQueuesOf(root);
+      expect(queues.some((n) => n > 0)).toBe(true); // a run started with the waiting requests carried
+    } finally {
       await client.close();
     }
   });

@@ -135,7 +135,9 @@ function isRunEndedError(error: unknown): boolean {
   for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
     const name = (e as Error).name;
     const message = String((e as { message?: unknown }).message ?? '');
-    if (name === 'WorkflowNotFoundError' || /workflow execution already completed|continued as new|continuedasnew/i.test(message)) return true;
+    const type = (e as { type?: unknown }).type;
+    if (name === 'WorkflowNotFoundError' || type === 'AcceptedUpdateCompletedWorkflow') return true;
+    if (/workflow execution already completed|completed before the update completed|continued as new|continuedasnew/i.test(message)) return true;
   }
   return false;
 }

@@ -16,6 +16,8 @@ export interface DevServerOptions {
   /** A codec endpoint the Web UI uses to decode encrypted payloads. */
   codecEndpoint?: string;
   onOutput?: (chunk: string) => void;
+  /** More `temporal server start-dev` arguments (the benchmark: dynamic config, metrics port). */
+  extraArgs?: string[];
 }
 
 export interface DevServer {
@@ -58,6 +60,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   if (options.namespace && options.namespace !== 'default') args.push('--namespace', options.namespace);
   if (options.codecEndpoint) args.push('--ui-codec-endpoint', options.codecEndpoint);
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
+  if (options.extraArgs) args.push(...options.extraArgs);
 
   const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';

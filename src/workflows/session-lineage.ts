@@ -27,6 +27,7 @@ import {
   uuid4,
   workflowInfo,
 } from '@temporalio/workflow';
+import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import type { CompactionActivities, CompactSessionResult } from '../activities/compaction';
 import { LineageClosedError } from '../errors';
 import {
@@ -59,6 +60,8 @@ interface Job {
 
 /** Patch ids: each guards a change to workflow commands (see README, Changing workflow code). */
 export const PATCH_CLOSE_MARKS_LINEAGE = 'close-marks-lineage-closed';
+/** Continue as new when due even while requests wait, carrying them (not only when idle). */
+export const PATCH_CONTINUE_AS_NEW_UNDER_LOAD = 'continue-as-new-under-load';
 /** A new run (not a continuation) first asks Postgres whether the lineage was closed. */
 export const PATCH_CHECK_CLOSED_AT_START = 'check-closed-at-start';
 
@@ -132,6 +135,9 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
     },
     {
       validator: validate,
+      // At continue-as-new under load, Updates still waiting are abandoned on purpose: the
+      // next run carries their requests, and callers resend the same request id.
+      unfinishedPolicy: HandlerUnfinishedPolicy.ABANDON,
       description: 'Compact the session if it is still the head; answers with the committed result (or stale, refused, aborted).',
     },
   );
@@ -266,6 +272,18 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
   const shouldContinueAsNew = () => workflowInfo().continueAsNewSuggested || commitsThisRun >= settings.maxCompactionsPerRun;
 
   const idle = () => queue.length === 0 && !closeRequested && !shouldContinueAsNew();
+
+  /** The next run starts where this one stands: head, generation, queue, recent answers. */
+  async function continueWithState(): Promise<never> {
+    const answered = [...results.values()].slice(-REMEMBERED_RESULTS);
+    return continueAsNew<typeof sessionLineageWorkflow>({
+      ...input,
+      settings,
+      headSessionId: head,
+      generation,
+      carried: { queue, answered, jobCounter },
+    });
+  }
   showProgress();
   // A start or signal-with-start for a lineage closed in Postgres (by a starter that did not
   // check) must not leave a run that lives forever, nor pay for a compaction: complete at once.
@@ -288,15 +306,12 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
       // Quiet for the idle timeout: complete; the lineage stays open and the next request
       // starts a new run from Postgres' state.
       if (!woke) return;
-      const answered = [...results.values()].slice(-REMEMBERED_RESULTS);
-      await continueAsNew<typeof sessionLineageWorkflow>({
-        ...input,
-        settings,
-        headSessionId: head,
-        generation,
-        carried: { queue, answered, jobCounter },
-      });
+      await continueWithState();
     }
+    // Under sustained load the queue never empties: continue as new anyway when due, carrying
+    // it. Updates waiting on queued requests are abandoned; their callers send the same
+    // request id again to the next run, which has it queued and answers it once.
+    if (shouldContinueAsNew() && patched(PATCH_CONTINUE_AS_NEW_UNDER_LOAD)) await continueWithState();
     const next = queue.shift()!;
     if (next.sessionId !== head) {
       answer(next, staleResult());
