@@ -7,6 +7,7 @@ import { Context } from '@temporalio/activity';
 import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { auditRows } from '../src/db/session-store';
+import { lineageWorkflowId } from '../src/workflows/contract';
 import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
 import { startFakeLlm } from './support/fake-llm';
 import { startTcpProxy } from './support/tcp-proxy';
@@ -110,6 +111,12 @@ describe('the summariser lease', () => {
       database.port = String(proxy.port);
       const frozen = await s.spawnWorkerProcess({ DATABASE_URL: database.toString(), OPENAI_BASE_URL: llmOfA.baseURL });
       const root = await newSession(s);
+      // A new run first asks Postgres (through A's proxy) whether the lineage is closed
+      // (check-closed-at-start): let that finish before pausing, so A stalls in the activity.
+      const handle = s.temporal.workflow.getHandle(lineageWorkflowId(root));
+      const started = Date.now() + 30_000;
+      while (!((await handle.fetchHistory()).events ?? []).some((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity') && Date.now() < started) await new Promise((r) => setTimeout(r, 50));
+      expect(((await handle.fetchHistory()).events ?? []).some((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toBe(true);
       proxy.pause();
       s.llm.setDefault({ chunks: 8, chunkDelayMs: TTL_MS / 4 }); // the retry is still summarising (streaming) when A wakes
       const pending = s.client.compact(root);
