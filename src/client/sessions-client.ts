@@ -145,12 +145,15 @@ function isRunEndedError(error: unknown): boolean {
 const GRPC_UNAVAILABLE = 14;
 const GRPC_DEADLINE_EXCEEDED = 4;
 
-/** True for errors of reaching the server (it restarts, the network blips): safe to resend. */
+/** True for errors of reaching the server (it restarts, the network blips) or a workflow whose task is being retried: safe to resend. */
 function isTransientConnectionError(error: unknown): boolean {
   for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
     const code = (e as { code?: unknown }).code;
     if (code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED) return true;
     if ((e as Error).name === 'WorkflowUpdateRPCTimeoutOrCancelledError') return true;
+    // The server will not take an Update while the workflow's last task failed or timed out
+    // (its worker froze or died); the task is retried on another worker, so resend.
+    if (/workflow task in failed state/i.test(String((e as { message?: unknown }).message ?? ''))) return true;
   }
   return false;
 }
