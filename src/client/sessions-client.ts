@@ -17,6 +17,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
 import { codecFromKeys } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
+import { clientConnectionOptions } from '../temporal-connection';
 import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
@@ -149,7 +150,7 @@ export class SessionsClient {
     const connection =
       options.connection ??
       (await Connection.connect({
-        address: config.temporal.address,
+        ...clientConnectionOptions(config.temporal),
         interceptors: [
           makeGrpcRetryInterceptor({
             ...retry,
