@@ -210,11 +210,17 @@ export class SessionsClient {
    * Appends to the head of the session's lineage (a batch is all or nothing); answers with
    * the head it landed in. An append that crosses the lineage's threshold requests a
    * compaction by signal; its request id is derived from the append, so a resend dedupes.
+   * With `appendKey`, a batch resent after a lost answer is stored once: the resend gets the
+   * first append's answer with `replayed: true`.
    */
-  async append(sessionId: string, messages: unknown): Promise<AppendOutcome> {
+  async append(sessionId: string, messages: unknown, options: { appendKey?: string } = {}): Promise<AppendOutcome> {
     checkSessionId(sessionId);
     const batch = parseMessages(messages, this.messageLimits);
-    const appended = await store.appendMessages(this.database.db, sessionId, batch);
+    const { appendKey } = options;
+    if (appendKey !== undefined && (typeof appendKey !== 'string' || appendKey.length === 0 || appendKey.length > 200)) {
+      throw new InvalidInputError('appendKey', 'must be a string of 1 to 200 characters');
+    }
+    const appended = await store.appendMessages(this.database.db, sessionId, batch, { appendKey });
     if (!appended.crossedThreshold) return appended;
     const requestId = `threshold:${appended.sessionId}:${appended.lastLineageSeq}`;
     try {

@@ -6,7 +6,7 @@
 import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { ChatMessage } from '../compaction/messages';
 import { estimateTokens } from '../compaction/tokens';
-import { LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
+import { InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
 import { childSessionId, type CompactionMode } from '../workflows/contract';
 import type { Database } from './database';
 import { compactions, lineages, messages, rowToMessage, sessions } from './schema';
@@ -49,41 +49,55 @@ function messageRow(
   };
 }
 
-/** Creates a lineage with its root session. Idempotent for the same parameters. */
+/**
+ * Errors raised by the data-plane SQL functions (SQLSTATE SC400..SC410, DETAIL a JSON object
+ * naming the type), mapped to the typed errors every other layer uses.
+ */
+export function dataPlaneError(error: unknown): unknown {
+  let e: unknown = error;
+  while (e && !(typeof (e as { code?: unknown }).code === 'string' && /^SC\d{3}$/.test((e as { code: string }).code))) e = (e as { cause?: unknown }).cause;
+  if (!e) return error;
+  let detail: Record<string, string> = {};
+  try {
+    detail = JSON.parse(String((e as { detail?: string }).detail ?? '{}'));
+  } catch {
+    return error;
+  }
+  switch (detail.type) {
+    case 'InvalidInputError':
+      return new InvalidInputError(detail.field, detail.detail);
+    case 'SessionNotFoundError':
+      return new SessionNotFoundError(detail.sessionId);
+    case 'SessionConflictError':
+      return new SessionConflictError(detail.sessionId, detail.detail);
+    case 'LineageClosedError':
+      return new LineageClosedError(detail.lineageId);
+    default:
+      return error;
+  }
+}
+
+/** Calls one data-plane SQL function and returns its jsonb answer, with typed errors. */
+async function callFunction<T>(db: Executor, query: ReturnType<typeof sql>): Promise<T> {
+  try {
+    const { rows } = await db.execute(query);
+    return (rows[0] as { result: T }).result;
+  } catch (error) {
+    throw dataPlaneError(error);
+  }
+}
+
+/** Creates a lineage with its root session (SQL `session_create`). Idempotent for the same parameters. */
 export async function createSession(
   db: Database,
   input: { sessionId: string; source?: string; mode: CompactionMode; compactAtTokens?: number },
 ): Promise<LineageInfo> {
-  return db.transaction(async (tx) => {
-    const inserted = await tx
-      .insert(lineages)
-      .values({ id: input.sessionId, headSessionId: input.sessionId, mode: input.mode, source: input.source ?? null, compactAtTokens: input.compactAtTokens ?? null })
-      .onConflictDoNothing()
-      .returning({ id: lineages.id });
-    if (inserted.length === 1) {
-      await tx.insert(sessions).values({ id: input.sessionId, lineageId: input.sessionId, source: input.source ?? null });
-      return {
-        lineageId: input.sessionId,
-        headSessionId: input.sessionId,
-        generation: 0,
-        mode: input.mode,
-        source: input.source ?? null,
-        compactAtTokens: input.compactAtTokens ?? null,
-        closed: false,
-      };
-    }
-    const [session] = await tx.select().from(sessions).where(eq(sessions.id, input.sessionId));
-    if (!session || session.lineageId !== input.sessionId) {
-      throw new SessionConflictError(input.sessionId, 'as a compaction child in another lineage');
-    }
-    const lineage = await lineageOf(tx, input.sessionId);
-    if (lineage.mode !== input.mode) throw new SessionConflictError(input.sessionId, `with mode ${lineage.mode}`);
-    if ((lineage.source ?? undefined) !== input.source) throw new SessionConflictError(input.sessionId, `with source ${JSON.stringify(lineage.source)}`);
-    if ((lineage.compactAtTokens ?? undefined) !== input.compactAtTokens) {
-      throw new SessionConflictError(input.sessionId, `with compactAtTokens ${JSON.stringify(lineage.compactAtTokens)}`);
-    }
-    return lineage;
-  });
+  const created = await callFunction<LineageInfo & { created: boolean }>(
+    db,
+    sql`select session_create(${input.sessionId}, ${input.source ?? null}, ${input.mode}, ${input.compactAtTokens ?? null}::integer) as result`,
+  );
+  const { created: _created, ...lineage } = created;
+  return lineage;
 }
 
 type LineageRow = typeof lineages.$inferSelect;
@@ -123,42 +137,34 @@ export interface AppendResult {
   headTokens: number;
   /** True when this append took the head across the lineage's compaction threshold. */
   crossedThreshold: boolean;
-  /** The lineage sequence number of the last message appended. */
+  /** The lineage sequence numbers of the first and last message appended. */
+  firstLineageSeq: number;
   lastLineageSeq: number;
+  lineageId: string;
+  /** True when this answer is the first append's, for a batch resent with its append key. */
+  replayed: boolean;
 }
 
 /**
- * Appends to the lineage's head, whichever session id of the lineage is given. The lineage
- * row is locked for the few milliseconds of the insert, which orders appends against a
- * compaction's commit: an append lands either before the commit (and is carried into the
- * new head) or after it (in the new head). Messages must be validated by the caller.
+ * Appends to the lineage's head, whichever session id of the lineage is given, with the SQL
+ * function `session_append` (one round trip; migrations/0004_data_plane_functions.sql). It
+ * locks the lineage row for the few milliseconds of the insert, which orders appends against
+ * a compaction's commit: an append lands either before the commit (and is carried into the
+ * new head) or after it (in the new head). The function validates the batch's structure
+ * too; callers check their size limits. With an `appendKey`, a resent batch answers the
+ * first append and writes nothing.
  */
-export async function appendMessages(db: Database, sessionId: string, batch: readonly ChatMessage[]): Promise<AppendResult> {
-  return db.transaction(async (tx) => {
-    const lineage = await lineageRowOf(tx, sessionId, { forUpdate: true });
-    if (lineage.closedAt) throw new LineageClosedError(lineage.id);
-    const counters = lineage;
-    const head = lineage.headSessionId;
-    const [{ maxSeq }] = await tx
-      .select({ maxSeq: sql<number>`coalesce(max(${messages.seq}), 0)::int` })
-      .from(messages)
-      .where(eq(messages.sessionId, head));
-    const rows = batch.map((m, i) => messageRow(head, maxSeq + 1 + i, m, { lineageSeq: counters.appendedCount + 1 + i }));
-    await tx.insert(messages).values(rows);
-    const headTokens = counters.headTokens + rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
-    const lastLineageSeq = counters.appendedCount + batch.length;
-    await tx.update(lineages).set({ appendedCount: lastLineageSeq, headTokens }).where(eq(lineages.id, lineage.id));
-    const threshold = lineage.compactAtTokens;
-    return {
-      sessionId: head,
-      firstSeq: maxSeq + 1,
-      lastSeq: maxSeq + batch.length,
-      count: batch.length,
-      headTokens,
-      crossedThreshold: threshold !== null && counters.headTokens < threshold && headTokens >= threshold,
-      lastLineageSeq,
-    };
-  });
+export async function appendMessages(
+  db: Executor,
+  sessionId: string,
+  batch: readonly ChatMessage[],
+  options: { appendKey?: string; tokenCounts?: readonly number[] } = {},
+): Promise<AppendResult> {
+  const tokenCounts = options.tokenCounts ? sql`${`{${options.tokenCounts.join(',')}}`}::integer[]` : sql`null::integer[]`;
+  return callFunction<AppendResult>(
+    db,
+    sql`select session_append(${sessionId}, ${JSON.stringify(batch)}::jsonb, ${options.appendKey ?? null}::text, ${tokenCounts}) as result`,
+  );
 }
 
 /** The live (not archived) messages of one session, in order. */
@@ -178,16 +184,9 @@ export interface Transcript {
   messages: SessionMessage[];
 }
 
-/** The transcript of the lineage head reached from any session id of the lineage. */
+/** The transcript of the lineage head reached from any session id of the lineage (SQL `session_transcript`). */
 export async function headTranscript(db: Database, sessionId: string, options: { includeArchived?: boolean } = {}): Promise<Transcript & { archived?: Array<SessionMessage & { archivedAt: string }> }> {
-  const lineage = await lineageOf(db, sessionId);
-  const rows = await sessionMessages(db, lineage.headSessionId, { includeArchived: options.includeArchived });
-  const live = rows.filter((r) => r.archivedAt === null).map((r) => ({ seq: r.seq, ...rowToMessage(r) }));
-  const result: Transcript & { archived?: Array<SessionMessage & { archivedAt: string }> } = { sessionId: lineage.headSessionId, messages: live };
-  if (options.includeArchived) {
-    result.archived = rows.filter((r) => r.archivedAt !== null).map((r) => ({ seq: r.seq, archivedAt: r.archivedAt!.toISOString(), ...rowToMessage(r) }));
-  }
-  return result;
+  return callFunction(db, sql`select session_transcript(${sessionId}, ${options.includeArchived ?? false}) as result`);
 }
 
 export interface LineageSession {
