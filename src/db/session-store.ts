@@ -197,31 +197,10 @@ export interface LineageSession {
   messageCount: number;
 }
 
-/** Root to head: each session of the lineage with its live message count. */
+/** Root to head: each session of the lineage with its live message count (SQL `session_lineage`). */
 export async function lineageSessions(db: Database, sessionId: string): Promise<{ lineageId: string; headSessionId: string; sessions: LineageSession[] }> {
-  const lineage = await lineageOf(db, sessionId);
-  const rows = await db
-    .select({
-      sessionId: sessions.id,
-      parentSessionId: sessions.parentSessionId,
-      endedAt: sessions.endedAt,
-      endReason: sessions.endReason,
-      messageCount: sql<number>`(select count(*) from messages m where m.session_id = "sessions"."id" and m.archived_at is null)::int`,
-    })
-    .from(sessions)
-    .where(eq(sessions.lineageId, lineage.lineageId))
-    .orderBy(asc(sessions.generation), asc(sessions.startedAt));
-  return {
-    lineageId: lineage.lineageId,
-    headSessionId: lineage.headSessionId,
-    sessions: rows.map((r) => ({
-      sessionId: r.sessionId,
-      parentSessionId: r.parentSessionId,
-      endedAt: r.endedAt ? r.endedAt.toISOString() : null,
-      endReason: r.endReason,
-      messageCount: r.messageCount,
-    })),
-  };
+  const lineage = await callFunction<{ lineageId: string; headSessionId: string; sessions: LineageSession[] }>(db, sql`select session_lineage(${sessionId}) as result`);
+  return { lineageId: lineage.lineageId, headSessionId: lineage.headSessionId, sessions: lineage.sessions };
 }
 
 /** Marks a lineage closed: it takes no more appends or compactions. Idempotent. */
