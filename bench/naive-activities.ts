@@ -10,10 +10,10 @@ export function createNaiveActivities(summariser: Summariser) {
       const plan = planCompaction(messages, { ...DEFAULT_PLAN_OPTIONS, tailTokenBudget: 200 });
       if (plan.middle.length === 0) return messages;
       const summary = await summariser.summarise(
-        { middle: plan.middle, previousSummary: plan.previousSummary, force: false },
+        { middle: plan.middle.map((i) => messages[i]), previousSummary: plan.previousSummary, force: false, chunk: { index: 1, count: 1 }, cut: false },
         { signal: new AbortController().signal, onProgress: () => undefined },
       );
-      return buildCandidate(plan, summary.text, messages);
+      return buildCandidate(plan, summary.text, messages).map((entry) => entry.message);
     },
   };
 }

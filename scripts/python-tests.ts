@@ -1,7 +1,7 @@
 /**
  * Runs the Python client's tests (clients/python/tests, pytest from the project's .venv)
  * against the same real stack as `npm test`: embedded PostgreSQL (migrated), the Temporal dev
- * server, the local OpenAI-compatible server (summaries take 150 ms, so appends land during
+ * server, the local OpenAI-compatible server (summaries take 300 ms, so appends land during
  * compactions) and a worker. Exits with pytest's exit code; counts go to
  * .test-run/pytest.xml (JUnit) for .ci/run's closing line.
  *
@@ -33,7 +33,7 @@ async function main(): Promise<number> {
     const server = await startLocalTemporal({ cliPath: findTemporalCli(), port: await freePort(), headless: true, log: console.warn });
     stops.push(() => server.stop());
     const llm = await startFakeLlm();
-    llm.setDefault({ delayMs: 150 });
+    llm.setDefault({ delayMs: 300 });
     stops.push(() => llm.close());
 
     const env: Record<string, string> = {

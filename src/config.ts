@@ -4,6 +4,7 @@
  */
 import path from 'node:path';
 import { DEFAULT_MESSAGE_LIMITS, type MessageLimits } from './compaction/message-schema';
+import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY } from './db/session-store';
 
 export const PROJECT_ROOT = path.resolve(__dirname, '..');
 /** Repo-local, git-ignored state of the dev stack (Postgres data, Temporal's SQLite file). */
@@ -39,6 +40,16 @@ export interface TemporalSecurityConfig {
   clientKeyPath?: string;
   /** API key (Temporal Cloud): sent as `Authorization: Bearer <key>`; implies TLS. */
   apiKey?: string;
+}
+
+function msListFrom(env: NodeJS.ProcessEnv, name: string, fallback: number[]): number[] {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const values = raw.split(',').map((part) => Number(part.trim()));
+  if (values.length === 0 || values.some((v) => !Number.isInteger(v) || v < 0)) {
+    throw new Error(`${name} must be a comma-separated list of non-negative integers (milliseconds), got ${JSON.stringify(raw)}`);
+  }
+  return values;
 }
 
 export interface TemporalConfig {
@@ -96,6 +107,8 @@ export interface CompactionConfig {
   tailTokenBudget: number;
   headGroups: number;
   minTailGroups: number;
+  /** Tokens of conversation one summariser request may hold; a larger middle is summarised in chunks. */
+  summaryInputTokens: number;
 }
 
 /** Worker capacity. Idle lineages cost only a slot in the workflow cache. */
@@ -121,6 +134,7 @@ export interface Config {
   messageLimits: MessageLimits;
   llm: LlmConfig;
   compaction: CompactionConfig;
+  autoCompaction: AutoCompactionPolicy;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -164,6 +178,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tailTokenBudget: intFrom(env, 'COMPACTION_TAIL_TOKENS', 2000),
       headGroups: intFrom(env, 'COMPACTION_HEAD_MESSAGES', 2),
       minTailGroups: intFrom(env, 'COMPACTION_MIN_TAIL_MESSAGES', 2),
+      // Sized for a 128k-token summariser model, leaving room for the instructions and the answer.
+      summaryInputTokens: intFrom(env, 'COMPACTION_SUMMARY_INPUT_TOKENS', 100_000),
+    },
+    autoCompaction: {
+      cooldownsMs: msListFrom(env, 'AUTO_COMPACTION_COOLDOWNS_MS', DEFAULT_AUTO_COMPACTION_POLICY.cooldownsMs),
+      resendAfterMs: intFrom(env, 'AUTO_COMPACTION_RESEND_MS', DEFAULT_AUTO_COMPACTION_POLICY.resendAfterMs),
     },
   };
 }

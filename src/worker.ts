@@ -53,6 +53,8 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     db: database.db,
     summariser,
     plan: { tailTokenBudget: config.compaction.tailTokenBudget, headGroups: config.compaction.headGroups, minTailGroups: config.compaction.minTailGroups },
+    summaryInputTokens: config.compaction.summaryInputTokens,
+    autoCompaction: config.autoCompaction,
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,
   });

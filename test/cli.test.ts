@@ -37,7 +37,6 @@ describe('sessions command', () => {
       firstLineageSeq: 1,
       lastLineageSeq: 49,
       headTokens: expect.any(Number),
-      crossedThreshold: false,
       replayed: false,
     });
 

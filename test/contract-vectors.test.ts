@@ -31,7 +31,7 @@ describe('the data plane SQL functions', () => {
     async (vector) => {
       const id = uniqueId('vec-append');
       await store.createSession(db(), { sessionId: id, mode: 'rotate' });
-      const error = await store.appendMessages(db(), id, vector.messages as ChatMessage[], { appendKey: vector.appendKey, tokenCounts: vector.tokenCounts }).catch((e) => e);
+      const error = await store.appendMessages(db(), id, vector.messages as ChatMessage[], vector.tokenCounts, undefined, { appendKey: vector.appendKey }).catch((e) => e);
       expect(error).toBeInstanceOf(InvalidInputError);
       expect(error).toMatchObject({ field: vector.field, message: vector.message });
       expect(await rowsOfLineage(id)).toBe(0);
@@ -71,13 +71,13 @@ describe('the data plane SQL functions', () => {
     await store.createSession(db(), { sessionId: id, mode: 'rotate', compactAtTokens });
     let ledger = 0;
     for (const step of steps) {
-      const result = await store.appendMessages(db(), id, step.messages, { appendKey: step.appendKey, tokenCounts: step.tokenCounts });
-      expect(result).toEqual({ sessionId: id, lineageId: id, ...step.expect });
+      const result = await store.appendMessages(db(), id, step.messages, step.tokenCounts, undefined, { appendKey: step.appendKey });
+      expect(result).toEqual({ sessionId: id, lineageId: id, ...JSON.parse(JSON.stringify(step.expect).replaceAll('$SESSION', id)) });
       if (!result.replayed) ledger += step.messages.length;
       expect(await rowsOfLineage(id)).toBe(ledger);
     }
     // The same key for another batch is refused, not answered with the first result.
-    await expect(store.appendMessages(db(), id, [{ role: 'user', content: 'different' }], { appendKey: 'k1' })).rejects.toMatchObject({
+    await expect(store.appendMessages(db(), id, [{ role: 'user', content: 'different' }], undefined, undefined, { appendKey: 'k1' })).rejects.toMatchObject({
       name: 'InvalidInputError',
       field: 'appendKey',
     });
@@ -97,7 +97,7 @@ describe('the data plane SQL functions', () => {
     const id = uniqueId('vec-concurrent');
     await store.createSession(db(), { sessionId: id, mode: 'rotate' });
     const batches = Array.from({ length: 30 }, (_, i) => [{ role: 'user' as const, content: `message ${i}` }]);
-    const results = await Promise.all(batches.flatMap((batch, i) => [0, 1].map(() => store.appendMessages(db(), id, batch, { appendKey: `key-${i}` }))));
+    const results = await Promise.all(batches.flatMap((batch, i) => [0, 1].map(() => store.appendMessages(db(), id, batch, undefined, undefined, { appendKey: `key-${i}` }))));
     expect(results.filter((r) => !r.replayed)).toHaveLength(30);
     const transcript = await store.headTranscript(db(), id);
     expect(transcript.messages.map((m) => m.content).sort()).toEqual(batches.map((b) => b[0].content).sort());

@@ -61,14 +61,21 @@ describe('the worker process', () => {
     await stack.client.createSession({ sessionId: id });
     await stack.client.append(id, conversation(12));
     expect((await stack.client.compact(id)).outcome).toBe('compacted');
+    // A compaction the `smaller` gate refuses: its head would exceed a tiny context window.
+    const tight = uniqueId('m');
+    await stack.client.createSession({ sessionId: tight, contextWindow: 60 });
+    await stack.client.append(tight, conversation(12));
+    expect(await stack.client.compact(tight)).toMatchObject({ outcome: 'refused', gate: 'smaller' });
     let metrics = '';
-    for (let i = 0; i < 50 && !metrics.includes('session_compaction_carried_messages'); i++) {
+    const ready = () => metrics.includes('session_compaction_carried_messages') && metrics.includes('session_compaction_gate_refusals');
+    for (let i = 0; i < 50 && !ready(); i++) {
       metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-      if (!metrics.includes('session_compaction_carried_messages')) await new Promise((r) => setTimeout(r, 200));
+      if (!ready()) await new Promise((r) => setTimeout(r, 200));
     }
+    expect(metrics).toMatch(/session_compaction_gate_refusals\{[^}]*gate="smaller"[^}]*\} 1/);
     expect(metrics).toMatch(/session_compactions\{[^}]*outcome="compacted"[^}]*\} 1/);
     expect(metrics).toMatch(/session_summariser_latency_bucket\{/);
-    expect(metrics).toMatch(/session_summariser_prompt_tokens\{[^}]*\} 100/);
+    expect(metrics).toMatch(/session_summariser_prompt_tokens\{[^}]*\} 200/); // both jobs summarised; the gate refused the second after
     expect(metrics).toMatch(/session_compaction_queue_depth_bucket\{/);
     expect(metrics).toMatch(/temporal_workflow_task_schedule_to_start_latency/);
   });

@@ -1,7 +1,7 @@
 /**
  * The data plane: appends go to Postgres and always land in the head, never into an ended
  * session; writes made while a summary is in flight are carried into the new head; in-place
- * mode; validation; the threshold trigger; and an audit that really detects loss.
+ * mode; validation; and an audit that really detects loss. (The threshold policy: auto-compaction.test.ts.)
  */
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { sql } from 'drizzle-orm';
@@ -112,7 +112,7 @@ describe('in-place mode', () => {
     await stack().client.createSession({ sessionId: id, mode: 'in_place' });
     await stack().client.append(id, conversation(6));
     const job = { jobId: `${id}/retry-test`, lineageId: id, parentSessionId: id, generation: 0, requestIds: ['r'], trigger: 'update' };
-    const input = { job, mode: 'in_place' as const, watermarkSeq: 5, compacted: [{ role: 'user' as const, content: 'compacted' }], stats: { tokensBefore: 100, tokensAfter: 10, messagesBefore: 25 } };
+    const input = { job, mode: 'in_place' as const, watermarkSeq: 5, compacted: [{ message: { role: 'user' as const, content: 'compacted' }, tokens: 10 }], stats: { tokensBefore: 100, messagesBefore: 25 } };
     const first = await commitCompaction(stack().db.db, input);
     const count = async () => (await rowsOf(sql`select count(*)::int as n from messages where session_id = ${id}`))[0].n;
     const rowsAfterFirst = await count();
@@ -143,29 +143,6 @@ describe('validation', () => {
   });
 });
 
-describe('the threshold trigger', () => {
-  it('requests a compaction when an append crosses the threshold, once per crossing', async () => {
-    const id = uniqueId('th');
-    await stack().client.createSession({ sessionId: id, compactAtTokens: 1500 });
-    const small = await stack().client.append(id, conversation(3));
-    expect(small.crossedThreshold).toBe(false);
-    expect(small.compactionRequestId).toBeUndefined();
-
-    stack().llm.script({ text: 'way too long '.repeat(5000) }); // refused: the head stays above the threshold
-    const crossing = await stack().client.append(id, conversation(12).slice(1));
-    expect(crossing.crossedThreshold).toBe(true);
-    const answer = await stack().client.waitForResult(id, crossing.compactionRequestId!);
-    expect(answer).toMatchObject({ outcome: 'refused' });
-
-    // Still above the threshold: further appends do not fire again (no compaction loop).
-    const after = await stack().client.append(id, conversation(2).slice(1));
-    expect(after.crossedThreshold).toBe(false);
-    expect(stack().llm.requests).toHaveLength(1);
-    const [row] = await rowsOf(sql`select trigger from compactions where lineage_id = ${id}`);
-    expect(row.trigger).toBe('threshold');
-  });
-});
-
 describe('the audit', () => {
   it('detects a lost carried message and a duplicated one', async () => {
     const root = uniqueId('sab');
@@ -176,13 +153,18 @@ describe('the audit', () => {
     await stack().llm.waitForRequests(1);
     await stack().client.append(root, [{ role: 'user', content: 'sent during the summary' }]);
     const { sessionId: head } = await pending;
-    const [copy] = await rowsOf(sql`select id from messages where session_id = ${head} and origin_message_id is not null`);
+    const [copy] = await rowsOf(sql`select id from messages where session_id = ${head} and content = '"sent during the summary"'::jsonb and origin_message_id is not null`);
     expect(copy).toBeDefined();
+    // The system prompt, kept verbatim at the head of the new session.
+    const [kept] = await rowsOf(sql`select id from messages where session_id = ${head} and lineage_seq = 1`);
+    expect(kept).toBeDefined();
 
     const before = await stack().client.audit();
-    // Sabotage: the carried copy vanishes, and an appended row is written twice.
+    // Sabotage: the carried copy vanishes, then a kept copy, and an appended row is written twice.
     await stack().db.db.execute(sql`delete from messages where id = ${copy.id}`);
     expect((await stack().client.audit()).lostMessages).toBe(before.lostMessages + 1);
+    await stack().db.db.execute(sql`delete from messages where id = ${kept.id}`);
+    expect((await stack().client.audit()).lostMessages).toBe(before.lostMessages + 2);
     const appended = await stack().client.append(head, [{ role: 'user', content: 'appended once' }]);
     await stack().db.db.execute(sql`
       insert into messages (session_id, seq, role, content, token_estimate, lineage_seq)

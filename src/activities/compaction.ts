@@ -7,13 +7,29 @@
  * of a lost one, never commits a second child.
  */
 import { Context, log } from '@temporalio/activity';
-import { buildCandidate, judgeCandidate } from '../compaction/candidate';
+import { buildCandidate } from '../compaction/candidate';
+import { runGates } from '../compaction/gates';
+import type { ChatMessage } from '../compaction/messages';
 import { planCompaction, type PlanOptions } from '../compaction/plan';
+import { tokenCounterFor } from '../compaction/token-counter';
+import { latestUserRequestText } from '../compaction/summary-prompt';
 import { rowToMessage } from '../db/schema';
 import type { Database } from '../db/database';
-import { abortJob, beginJob, closeLineage, commitCompaction, finishJob, lineageOf, sessionMessages, type CompactionJob, type SettledJob } from '../db/session-store';
+import {
+  abortJob,
+  type AutoCompactionPolicy,
+  beginJob,
+  closeLineage,
+  commitCompaction,
+  type CompactedMessage,
+  type CompactionJob,
+  finishJob,
+  lineageOf,
+  type SettledJob,
+  sessionMessages,
+} from '../db/session-store';
 import type { CompactionMode } from '../workflows/contract';
-import type { Summariser } from './summariser';
+import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
 
 export interface CompactSessionInput extends CompactionJob {
   mode: CompactionMode;
@@ -27,27 +43,58 @@ export interface CompactSessionResult {
   generation: number;
   previousSessionId?: string;
   reason?: string;
+  /** The gate that refused the compaction, when one did. */
+  gate?: string;
   tokensBefore?: number;
   tokensAfter?: number;
   messagesBefore?: number;
   messagesAfter?: number;
 }
 
+/** What the activity reports in its heartbeats: the Web UI, `state` and the inspector show it. */
+export interface CompactionProgress {
+  phase: 'snapshot' | 'summarising' | 'gates' | 'committing' | 'committed';
+  chunk?: number;
+  chunks?: number;
+  streamedChars?: number;
+  /** On `committed`: an earlier attempt had committed this job already, and this one wrote nothing. */
+  alreadyCommitted?: boolean;
+  elapsedMs: number;
+}
+
 export interface CompactionActivityDeps {
   db: Database;
   summariser: Summariser;
   plan: Omit<PlanOptions, 'force'>;
+  /** Tokens of middle one summariser request may hold; a larger middle is summarised in chunks. */
+  summaryInputTokens: number;
+  /** The threshold policy's cooldown ladder (see AutoCompactionPolicy). */
+  autoCompaction: AutoCompactionPolicy;
   /** How often the activity heartbeats while it works (the SDK throttles further). */
   heartbeatIntervalMs: number;
   /** Seam for tests: a heartbeat that a test can silence to simulate a partitioned worker. */
   heartbeat?: (details: unknown) => void;
 }
 
+/** Inclusive lineage sequence range of the appended messages among `rows`. */
+function lineageRange(rows: ReadonlyArray<{ lineageSeq: number | null }>): { fromSeq: number; toSeq: number } | undefined {
+  const seqs = rows.map((r) => r.lineageSeq).filter((n): n is number => n !== null);
+  return seqs.length > 0 ? { fromSeq: Math.min(...seqs), toSeq: Math.max(...seqs) } : undefined;
+}
+
 export function createCompactionActivities(deps: CompactionActivityDeps) {
   const heartbeat = deps.heartbeat ?? ((details: unknown) => Context.current().heartbeat(details));
+  const policy = deps.autoCompaction;
 
   async function compactSession(input: CompactSessionInput): Promise<CompactSessionResult> {
     const { db } = deps;
+    const started = Date.now();
+    let progress: CompactionProgress = { phase: 'snapshot', elapsedMs: 0 };
+    const beat = (next: Omit<CompactionProgress, 'elapsedMs'> = progress) => {
+      progress = { ...next, elapsedMs: Date.now() - started };
+      heartbeat(progress);
+    };
+    beat(); // before any I/O: the lease starts with the attempt
     // Three independent reads at once: the audit row, the lineage's head, the snapshot.
     const [record, lineage, rows] = await Promise.all([
       beginJob(db, input, deps.summariser.model),
@@ -59,36 +106,55 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     }
     if (record.outcome === 'refused' || record.outcome === 'stale') {
       // An earlier attempt decided this job and its answer was lost: give the same answer.
-      return { outcome: record.outcome, headSessionId: lineage.headSessionId, generation: lineage.generation, reason: record.reason ?? undefined };
+      return { outcome: record.outcome, headSessionId: lineage.headSessionId, generation: lineage.generation, reason: record.reason ?? undefined, gate: record.gate ?? undefined };
     }
     if (lineage.headSessionId !== input.parentSessionId || lineage.generation !== input.generation) {
       const reason = `the head is ${lineage.headSessionId} (generation ${lineage.generation}); adopting it instead of compacting again`;
-      await finishJob(db, input.jobId, record.attempts, 'stale', { reason });
+      await finishJob(db, input, record.attempts, 'stale', { reason }, policy);
       return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason };
     }
 
     const watermarkSeq = rows.length > 0 ? rows[rows.length - 1].seq : 0;
-    const transcript = rows.map(rowToMessage);
-    const refuse = async (reason: string, stats: { tokensBefore?: number; tokensAfter?: number } = {}): Promise<CompactSessionResult> => {
-      await finishJob(db, input.jobId, record.attempts, 'refused', { reason, messagesBefore: transcript.length, ...stats });
-      return { outcome: 'refused', headSessionId: lineage.headSessionId, generation: lineage.generation, reason, messagesBefore: transcript.length, ...stats };
+    const snapshot = rows.map(rowToMessage);
+    const tokens = rows.map((r) => r.tokenEstimate);
+    const tokensBefore = tokens.reduce((a, b) => a + b, 0);
+    const messagesBefore = snapshot.length;
+    const refuse = async (reason: string, fields: { gate?: string; gateResults?: Record<string, string>; tokensAfter?: number; promptTokens?: number; completionTokens?: number } = {}): Promise<CompactSessionResult> => {
+      await finishJob(db, input, record.attempts, 'refused', { reason, messagesBefore, tokensBefore, ...fields }, policy);
+      if (fields.gate) {
+        Context.current()
+          .metricMeter.createCounter('session_compaction_gate_refusals', 'jobs', 'Compactions a gate refused, by gate')
+          .add(1, { gate: fields.gate });
+      }
+      return { outcome: 'refused', headSessionId: lineage.headSessionId, generation: lineage.generation, reason, gate: fields.gate, messagesBefore, tokensBefore, tokensAfter: fields.tokensAfter };
     };
 
-    const plan = planCompaction(transcript, { ...deps.plan, force: input.force });
+    const plan = planCompaction(snapshot, { ...deps.plan, force: input.force }, tokens);
     if (plan.middle.length === 0) {
-      return refuse(`nothing to summarise: all ${transcript.length} messages fit in the kept head and tail`);
+      return refuse(`nothing to summarise: all ${snapshot.length} messages fit in the kept head and tail`);
     }
 
-    let chunks = 0;
-    const beat = () => heartbeat({ phase: 'summarising', messages: plan.middle.length, chunks });
-    beat();
-    const ticker = setInterval(beat, deps.heartbeatIntervalMs);
+    beat({ phase: 'summarising' });
+    const ticker = setInterval(() => beat(), deps.heartbeatIntervalMs);
     let summary;
     const summariseStarted = Date.now();
     try {
-      summary = await deps.summariser.summarise(
-        { middle: plan.middle, previousSummary: plan.previousSummary, focusTopic: input.focusTopic, force: input.force },
-        { signal: Context.current().cancellationSignal, onProgress: () => chunks++ },
+      summary = await summariseInChunks(
+        deps.summariser,
+        {
+          middle: plan.middle.map((i) => snapshot[i]),
+          previousSummary: plan.previousSummary,
+          focusTopic: input.focusTopic,
+          force: input.force,
+          latestUserRequest: latestUserRequestText(snapshot),
+        },
+        {
+          inputBudgetTokens: deps.summaryInputTokens,
+          signal: Context.current().cancellationSignal,
+          onProgress: (p: SummaryProgress) => {
+            progress = { phase: 'summarising', ...p, elapsedMs: Date.now() - started };
+          },
+        },
       );
     } finally {
       clearInterval(ticker);
@@ -98,29 +164,50 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     meter.createHistogram('session_summariser_latency', 'int', 'ms', 'Time the summariser took').record(Date.now() - summariseStarted);
     meter.createCounter('session_summariser_prompt_tokens', 'tokens', 'Prompt tokens the summariser reported').add(summary.promptTokens ?? 0);
     meter.createCounter('session_summariser_completion_tokens', 'tokens', 'Completion tokens the summariser reported').add(summary.completionTokens ?? 0);
-    if (summary.text.trim() === '') return refuse('the summariser returned an empty summary');
+    if (summary.text.trim() === '') return refuse('the summariser returned an empty summary', usage);
 
-    const candidate = buildCandidate(plan, summary.text, transcript);
-    const verdict = judgeCandidate(transcript, candidate);
-    if (!verdict.accepted) {
-      await finishJob(db, input.jobId, record.attempts, 'refused', { reason: verdict.reason, tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter, messagesBefore: transcript.length, messagesAfter: candidate.length, ...usage });
-      return { outcome: 'refused', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: verdict.reason, tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter };
-    }
+    beat({ phase: 'gates', chunks: summary.chunks });
+    const counter = tokenCounterFor(lineage.model);
+    const candidate = buildCandidate(plan, summary.text, snapshot);
+    const compacted: CompactedMessage[] = candidate.map((entry) =>
+      entry.from === undefined
+        ? { message: entry.message, tokens: counter.count(entry.message) }
+        : { message: entry.message, tokens: tokens[entry.from], lineageSeq: rows[entry.from].lineageSeq, originMessageId: rows[entry.from].originMessageId ?? rows[entry.from].id },
+    );
+    const summaryIndex = candidate.findIndex((entry) => entry.from === undefined);
+    const candidateTokens = compacted.reduce((sum, m) => sum + m.tokens, 0);
+    const verify = (carried: Array<{ message: ChatMessage; tokens: number }>) => {
+      const carriedTokens = carried.reduce((sum, m) => sum + m.tokens, 0);
+      return runGates({
+        before: [...snapshot, ...carried.map((c) => c.message)],
+        after: [...candidate.map((c) => c.message), ...carried.map((c) => c.message)],
+        tokensBefore: tokensBefore + carriedTokens,
+        tokensAfter: candidateTokens + carriedTokens,
+        targetTokens: lineage.contextWindow ?? undefined,
+        summaryIndex,
+      });
+    };
 
-    heartbeat({ phase: 'committing' });
+    beat({ phase: 'committing', chunks: summary.chunks });
     const committed = await commitCompaction(db, {
       job: input,
       attempt: record.attempts,
       mode: input.mode,
       watermarkSeq,
-      compacted: candidate,
-      stats: { tokensBefore: verdict.tokensBefore, tokensAfter: verdict.tokensAfter, messagesBefore: transcript.length, ...usage },
+      compacted,
+      summarised: lineageRange(plan.middle.map((i) => rows[i])),
+      verify,
+      stats: { tokensBefore, messagesBefore, ...usage },
+      policy,
     });
+    if (committed.outcome === 'refused') {
+      return refuse(committed.reason, { gate: committed.gate, gateResults: committed.gateResults, tokensAfter: committed.tokensAfter, ...usage });
+    }
     if (committed.outcome === 'stale') {
-      await finishJob(db, input.jobId, record.attempts, 'stale', { reason: committed.reason });
+      await finishJob(db, input, record.attempts, 'stale', { reason: committed.reason }, policy);
       return { outcome: 'stale', headSessionId: committed.headSessionId, generation: committed.generation, reason: committed.reason };
     }
-    heartbeat({ phase: 'committed', alreadyCommitted: committed.alreadyCommitted });
+    beat({ phase: 'committed', chunks: summary.chunks, alreadyCommitted: committed.alreadyCommitted });
     Context.current()
       .metricMeter.createHistogram('session_compaction_carried_messages', 'int', 'messages', 'Messages appended during a summary and carried into the new head')
       .record(committed.carried);
@@ -130,9 +217,10 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       headSessionId: committed.headSessionId,
       generation: committed.generation,
       previousSessionId: input.mode === 'rotate' ? input.parentSessionId : undefined,
-      tokensBefore: verdict.tokensBefore,
-      tokensAfter: verdict.tokensAfter,
-      messagesBefore: transcript.length,
+      reason: committed.reason,
+      tokensBefore,
+      tokensAfter: committed.tokensAfter,
+      messagesBefore,
       messagesAfter: committed.messagesAfter,
     };
   }
@@ -143,7 +231,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
    */
   async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<SettledJob> {
     const { reason, ...job } = input;
-    return abortJob(deps.db, job, deps.summariser.model, reason);
+    return abortJob(deps.db, job, deps.summariser.model, reason, policy);
   }
 
   /** Marks the lineage closed in Postgres once the workflow has drained its queue. */

@@ -7,7 +7,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { extractiveSummary } from '../compaction/extractive-summary';
-import { buildSummaryPrompt, type SummaryRequest } from '../compaction/summary-prompt';
+import { buildSummaryPrompt, chunkMiddle, type SummaryRequest } from '../compaction/summary-prompt';
+import type { ChatMessage } from '../compaction/messages';
 import type { LlmConfig } from '../config';
 
 export interface SummaryResult {
@@ -20,8 +21,8 @@ export interface SummaryResult {
 export interface SummariseContext {
   /** Aborts the LLM call: the activity was cancelled or lost its lease. */
   signal: AbortSignal;
-  /** Called whenever the summariser makes progress (a streamed chunk arrived). */
-  onProgress: () => void;
+  /** Called whenever the summariser makes progress, with the characters of text that arrived. */
+  onProgress: (chars: number) => void;
 }
 
 export interface Summariser {
@@ -29,8 +30,6 @@ export interface Summariser {
   readonly description: string;
   summarise(request: SummaryRequest, context: SummariseContext): Promise<SummaryResult>;
 }
-
-export const NON_RETRYABLE_SUMMARISER_ERRORS = ['SummariserAuthError', 'SummariserQuotaError', 'SummariserInvalidRequest'] as const;
 
 export function createExtractiveSummariser(): Summariser {
   return {
@@ -123,8 +122,9 @@ export function createOpenAiSummariser(config: LlmConfig, options: OpenAiSummari
         let usage: OpenAI.CompletionUsage | undefined;
         for await (const chunk of stream) {
           armWatchdog();
-          context.onProgress();
-          text += chunk.choices[0]?.delta?.content ?? '';
+          const delta = chunk.choices[0]?.delta?.content ?? '';
+          context.onProgress(delta.length);
+          text += delta;
           if (chunk.model) model = chunk.model;
           if (chunk.usage) usage = chunk.usage;
         }
@@ -146,4 +146,66 @@ export function createOpenAiSummariser(config: LlmConfig, options: OpenAiSummari
 
 export function createSummariser(config: LlmConfig, options: OpenAiSummariserOptions): Summariser {
   return config.apiKey ? createOpenAiSummariser(config, options) : createExtractiveSummariser();
+}
+
+export interface MiddleSummaryInput {
+  middle: ChatMessage[];
+  previousSummary?: string;
+  focusTopic?: string;
+  force: boolean;
+  latestUserRequest?: string;
+}
+
+export interface SummaryProgress {
+  chunk: number;
+  chunks: number;
+  streamedChars: number;
+}
+
+/**
+ * Summarises the whole middle within the summariser's input budget: split into chunks in
+ * order, each folded into the summary so far (the previous compaction's summary first).
+ * `onProgress` runs before each chunk and as text streams in, so the caller can
+ * heartbeat between and during calls. Usage is summed over the calls.
+ */
+export async function summariseInChunks(
+  summariser: Summariser,
+  input: MiddleSummaryInput,
+  options: { inputBudgetTokens: number; signal: AbortSignal; onProgress: (progress: SummaryProgress) => void },
+): Promise<SummaryResult & { chunks: number }> {
+  const chunks = chunkMiddle(input.middle, options.inputBudgetTokens, input.previousSummary);
+  let summary = input.previousSummary;
+  let model = summariser.model;
+  let promptTokens: number | undefined;
+  let completionTokens: number | undefined;
+  let streamedChars = 0;
+  const add = (a: number | undefined, b: number | undefined) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
+  for (const [i, chunk] of chunks.entries()) {
+    const progress = () => options.onProgress({ chunk: i + 1, chunks: chunks.length, streamedChars });
+    progress();
+    const result = await summariser.summarise(
+      {
+        middle: chunk.messages,
+        previousSummary: summary,
+        focusTopic: input.focusTopic,
+        force: input.force,
+        latestUserRequest: input.latestUserRequest,
+        chunk: { index: i + 1, count: chunks.length },
+        cut: chunk.cut,
+      },
+      {
+        signal: options.signal,
+        onProgress: (chars) => {
+          streamedChars += chars;
+          progress();
+        },
+      },
+    );
+    if (result.text.trim() === '') return { ...result, chunks: chunks.length };
+    summary = result.text;
+    model = result.model;
+    promptTokens = add(promptTokens, result.promptTokens);
+    completionTokens = add(completionTokens, result.completionTokens);
+  }
+  return { text: summary ?? '', model, promptTokens, completionTokens, chunks: chunks.length };
 }

@@ -12,7 +12,8 @@ import { SessionsClient } from './sessions-client';
 const USAGE = `usage: sessions <command> [options]
 
 commands:
-  create <sessionId> [--source S] [--mode rotate|in_place] [--compact-at TOKENS]
+  create <sessionId> [--source S] [--mode rotate|in_place] [--compact-at TOKENS|PERCENT%]
+         [--model M] [--context-window TOKENS]
   append <sessionId> [--file messages.json] [--append-key K]   JSON array of chat messages (stdin without --file); a resend with the same key is stored once
   compact <sessionId> [--focus TOPIC] [--force] [--request-id ID] [--background]
   transcript <sessionId> [--all]                 the lineage head's messages (--all: archived rows too)
@@ -29,6 +30,8 @@ const OPTIONS = {
   source: { type: 'string' },
   mode: { type: 'string' },
   'compact-at': { type: 'string' },
+  model: { type: 'string' },
+  'context-window': { type: 'string' },
   file: { type: 'string' },
   'append-key': { type: 'string' },
   focus: { type: 'string' },
@@ -62,12 +65,16 @@ async function run(client: SessionsClient, command: string, positionals: string[
   };
   switch (command) {
     case 'create': {
-      const compactAt = values['compact-at'] === undefined ? undefined : Number(values['compact-at']);
+      const raw = values['compact-at'] as string | undefined;
+      const compactAt = raw === undefined ? undefined : raw.trim().endsWith('%') ? (raw.trim() as `${number}%`) : Number(raw);
+      const contextWindow = values['context-window'] === undefined ? undefined : Number(values['context-window']);
       const created = await client.createSession({
         sessionId: sessionId(),
         source: values.source as string | undefined,
         mode: values.mode as 'rotate' | 'in_place' | undefined,
-        compactAtTokens: compactAt,
+        compactAt,
+        model: values.model as string | undefined,
+        contextWindow,
       });
       return print(created, () => `created session ${created.sessionId} (${created.mode})`);
     }

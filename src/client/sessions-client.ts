@@ -47,6 +47,7 @@ import { CompactionCount, SessionHead, SessionLineage, SessionSource } from '../
 import { DEFAULT_LINEAGE_SETTINGS, type LineageSettings } from '../workflows/settings';
 import type { sessionLineageWorkflow } from '../workflows/session-lineage';
 import type { ChatMessage } from '../compaction/messages';
+import { contextWindowOf, type TokenCounter, tokenCounterFor } from '../compaction/token-counter';
 
 const GRPC_RESOURCE_EXHAUSTED = 8;
 
@@ -63,16 +64,23 @@ export interface CreateSessionOptions {
   source?: string;
   mode?: CompactionMode;
   /**
-   * Request a compaction automatically when an append takes the head's estimated tokens from
-   * below this number to at least it (once per crossing).
+   * The auto-compaction threshold: tokens, or a percentage of the model's context window
+   * (`'80%'`). An append that leaves the head at or above it requests a compaction, unless
+   * one is pending or a cooldown after a refused or aborted job runs.
    */
+  compactAt?: number | `${number}%`;
+  /** The same threshold in tokens (kept for existing callers). */
   compactAtTokens?: number;
+  /** The model the agent talks to: token counts use its tokenizer, and its context window when known. */
+  model?: string;
+  /** The model's context window in tokens, if it is not known from the model name. */
+  contextWindow?: number;
 }
 
-export interface AppendOutcome extends store.AppendResult {
-  /** The request id of the compaction this append triggered by crossing the threshold. */
+export interface AppendOutcome extends Omit<store.AppendResult, 'autoCompactionRequestId'> {
+  /** The request id of the compaction this append requested (the head is at or above the threshold). */
   compactionRequestId?: string;
-  /** Set when the append crossed the threshold but the compaction could not be requested. */
+  /** Set when the append should have requested a compaction but could not; the next append tries again. */
   compactionRequestError?: string;
 }
 
@@ -123,6 +131,27 @@ function userErrorFrom(error: unknown, lineageId: string): Error {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Turns `compactAt` (tokens, or a percentage of the context window) into tokens. */
+export function resolveThreshold(compactAt: number | string | undefined, contextWindow: number | undefined): number | undefined {
+  if (compactAt === undefined) return undefined;
+  if (typeof compactAt === 'number') {
+    if (!Number.isInteger(compactAt) || compactAt < 1) throw new InvalidInputError('compactAt', 'must be a positive whole number of tokens or a percentage such as "80%"');
+    return compactAt;
+  }
+  const match = /^(\d+(?:\.\d+)?)%$/.exec(typeof compactAt === 'string' ? compactAt.trim() : '');
+  if (!match) {
+    const tokens = Number(compactAt);
+    if (typeof compactAt === 'string' && /^\d+$/.test(compactAt.trim()) && tokens >= 1) return tokens;
+    throw new InvalidInputError('compactAt', 'must be a positive whole number of tokens or a percentage such as "80%"');
+  }
+  const percent = Number(match[1]);
+  if (percent <= 0 || percent > 100) throw new InvalidInputError('compactAt', 'a percentage must be above 0 and at most 100');
+  if (contextWindow === undefined) {
+    throw new InvalidInputError('compactAt', 'a percentage needs the context window: pass contextWindow, or a model whose window is known');
+  }
+  return Math.max(1, Math.floor((contextWindow * percent) / 100));
+}
 
 export class SessionsClient {
   /** How often compact() met the server's in-flight Update limit and went by signal instead. */
@@ -184,18 +213,23 @@ export class SessionsClient {
   /** Creates a session (the root of a new lineage) and starts its workflow. Idempotent. */
   async createSession(
     options: CreateSessionOptions,
-  ): Promise<{ sessionId: string; lineageId: string; mode: CompactionMode; source?: string; compactAtTokens?: number }> {
+  ): Promise<{ sessionId: string; lineageId: string; mode: CompactionMode; source?: string; compactAtTokens?: number; model?: string; contextWindow?: number }> {
     const sessionId = checkNewSessionId(options.sessionId);
     const mode = options.mode ?? 'rotate';
     if (!COMPACTION_MODES.includes(mode)) throw new InvalidInputError('mode', `must be one of ${COMPACTION_MODES.join(', ')}`);
     if (options.source !== undefined && (typeof options.source !== 'string' || options.source.length === 0 || options.source.length > 100)) {
       throw new InvalidInputError('source', 'must be a string of 1 to 100 characters');
     }
-    const { compactAtTokens } = options;
-    if (compactAtTokens !== undefined && (!Number.isInteger(compactAtTokens) || compactAtTokens < 1)) {
-      throw new InvalidInputError('compactAtTokens', 'must be a positive whole number');
+    const { model } = options;
+    if (model !== undefined && (typeof model !== 'string' || model.length === 0 || model.length > 200)) {
+      throw new InvalidInputError('model', 'must be a string of 1 to 200 characters');
     }
-    const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode, compactAtTokens });
+    const contextWindow = options.contextWindow ?? contextWindowOf(model);
+    if (contextWindow !== undefined && (!Number.isInteger(contextWindow) || contextWindow < 1)) {
+      throw new InvalidInputError('contextWindow', 'must be a positive whole number');
+    }
+    const compactAtTokens = resolveThreshold(options.compactAt ?? options.compactAtTokens, contextWindow);
+    const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode, compactAtTokens, model, contextWindow });
     await this.temporal.workflow.start('sessionLineageWorkflow', { ...this.startOptions(lineage), workflowIdConflictPolicy: 'USE_EXISTING' });
     return {
       sessionId,
@@ -203,13 +237,16 @@ export class SessionsClient {
       mode,
       ...(options.source ? { source: options.source } : {}),
       ...(compactAtTokens ? { compactAtTokens } : {}),
+      ...(model ? { model } : {}),
+      ...(contextWindow ? { contextWindow } : {}),
     };
   }
 
   /**
    * Appends to the head of the session's lineage (a batch is all or nothing); answers with
-   * the head it landed in. An append that crosses the lineage's threshold requests a
-   * compaction by signal; its request id is derived from the append, so a resend dedupes.
+   * the head it landed in. Token counts use the lineage model's tokenizer. An append that
+   * leaves the head at or above the lineage's threshold may request a compaction by signal
+   * (see AutoCompactionPolicy); if the signal fails, the next append sends it again.
    * With `appendKey`, a batch resent after a lost answer is stored once: the resend gets the
    * first append's answer with `replayed: true`.
    */
@@ -220,16 +257,38 @@ export class SessionsClient {
     if (appendKey !== undefined && (typeof appendKey !== 'string' || appendKey.length === 0 || appendKey.length > 200)) {
       throw new InvalidInputError('appendKey', 'must be a string of 1 to 200 characters');
     }
-    const appended = await store.appendMessages(this.database.db, sessionId, batch, { appendKey });
-    if (!appended.crossedThreshold) return appended;
-    const requestId = `threshold:${appended.sessionId}:${appended.lastLineageSeq}`;
+    const counter = await this.tokenCounter(sessionId);
+    const { autoCompactionRequestId: requestId, ...appended } = await store.appendMessages(
+      this.database.db,
+      sessionId,
+      batch,
+      batch.map((m) => counter.count(m)),
+      this.config.autoCompaction,
+      { appendKey },
+    );
+    if (!requestId) return appended;
     try {
       await this.requestCompaction(appended.sessionId, { requestId, trigger: 'threshold' });
       return { ...appended, compactionRequestId: requestId };
     } catch (error) {
       // The messages are stored: an error here must not make the caller append them again.
+      const lineage = await store.lineageOf(this.database.db, appended.sessionId).catch(() => undefined);
+      if (lineage) await store.releaseAutoCompaction(this.database.db, lineage.lineageId, requestId).catch(() => undefined);
       return { ...appended, compactionRequestError: `could not request the compaction: ${(error as Error).message}` };
     }
+  }
+
+  /** A lineage's model never changes, so its token counter is remembered per session id. */
+  private readonly counters = new Map<string, TokenCounter>();
+
+  private async tokenCounter(sessionId: string): Promise<TokenCounter> {
+    const known = this.counters.get(sessionId);
+    if (known) return known;
+    const lineage = await readWithRetry(() => store.lineageOf(this.database.db, sessionId));
+    const counter = tokenCounterFor(lineage.model);
+    if (this.counters.size >= 10_000) this.counters.clear();
+    this.counters.set(sessionId, counter);
+    return counter;
   }
 
   /**

@@ -1,7 +1,9 @@
 import { type ChatMessage, textOf } from './messages';
-import { latestUserRequest, type SummaryRequest } from './summary-prompt';
+import type { SummaryRequest } from './summary-prompt';
 
 const LINE_CAP = 160;
+/** The summary so far is kept up to this size, so folding many chunks stays bounded. */
+const EARLIER_SUMMARY_CAP = 4000;
 
 function firstSentence(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
@@ -27,11 +29,13 @@ export function extractiveSummary(request: SummaryRequest, maxLines = 40): strin
   const notes = request.middle.map(noteFor).filter((n): n is string => n !== undefined);
   const kept = notes.length > maxLines ? [...notes.slice(0, maxLines / 2), `… ${notes.length - maxLines} messages omitted …`, ...notes.slice(-maxLines / 2)] : notes;
   const sections: string[] = [];
-  if (request.previousSummary) sections.push(`Earlier summary:\n${request.previousSummary}`);
+  if (request.previousSummary) {
+    const earlier = request.previousSummary.length > EARLIER_SUMMARY_CAP ? `…${request.previousSummary.slice(-EARLIER_SUMMARY_CAP)}` : request.previousSummary;
+    sections.push(`Earlier summary:\n${earlier}`);
+  }
   if (request.focusTopic) sections.push(`Focus: ${request.focusTopic}`);
   sections.push(`Completed actions (extractive, ${request.middle.length} messages):\n${kept.map((n) => `- ${n}`).join('\n')}`);
-  const pending = latestUserRequest(request.middle);
-  if (pending) sections.push(`Pending user asks:\n> ${pending.replace(/\n/g, '\n> ')}`);
+  if (request.latestUserRequest) sections.push(`Pending user asks:\n> ${request.latestUserRequest.replace(/\n/g, '\n> ')}`);
   if (request.force) sections.push('(compaction forced by the caller)');
   return sections.join('\n\n');
 }

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { InvalidInputError } from '../errors';
-import type { ChatMessage } from './messages';
+import { type ChatMessage, SUMMARY_MESSAGE_NAME, SUMMARY_PREFIX, textOf } from './messages';
 
 export interface MessageLimits {
   /** Characters of text (content plus tool-call arguments) in one message. */
@@ -94,6 +94,10 @@ export function parseMessages(raw: unknown, limits: MessageLimits = DEFAULT_MESS
   parsed.data.forEach((m, i) => {
     const unstorable = findUnstorableString(m, `messages[${i}]`);
     if (unstorable) throw new InvalidInputError(unstorable, 'contains a NUL character or an unpaired surrogate');
+    if (m.name === SUMMARY_MESSAGE_NAME) throw new InvalidInputError(`messages[${i}].name`, `"${SUMMARY_MESSAGE_NAME}" is reserved for the summaries this service writes`);
+    if (textOf(m as ChatMessage).trimStart().startsWith(SUMMARY_PREFIX)) {
+      throw new InvalidInputError(`messages[${i}].content`, 'must not start with the compaction summary marker, which is reserved for the summaries this service writes');
+    }
     const chars = charsOf(m as ChatMessage);
     if (chars > limits.maxMessageChars) throw new InvalidInputError(`messages[${i}]`, `is ${chars} characters; at most ${limits.maxMessageChars}`);
     total += chars;

@@ -6,8 +6,6 @@
 
 export type MessageRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
-export const MESSAGE_ROLES: readonly MessageRole[] = ['system', 'developer', 'user', 'assistant', 'tool'];
-
 export interface TextContentPart {
   type: 'text';
   text: string;
@@ -35,7 +33,11 @@ export interface ChatMessage {
   name?: string;
 }
 
-/** The `name` that marks a message as a compaction summary written by this service. */
+/**
+ * The `name` that marks a message as a compaction summary written by this service. It is
+ * reserved: an append that uses it, or whose text starts with SUMMARY_PREFIX, is refused
+ * (InvalidInputError), so no message a user appended can pose as a summary.
+ */
 export const SUMMARY_MESSAGE_NAME = 'context_summary';
 export const SUMMARY_PREFIX = '[CONTEXT SUMMARY: reference only, written by session-compaction]';
 

@@ -1,6 +1,6 @@
-import { type ChatMessage, isInstructionMessage, isSummaryMessage, textOf, SUMMARY_PREFIX } from './messages';
+import { type ChatMessage, isInstructionMessage, isRealUserMessage, isSummaryMessage, SUMMARY_PREFIX, textOf } from './messages';
 import { estimateTokens } from './tokens';
-import { groupMessages, type MessageGroup } from './tool-groups';
+import { groupMessages, isBrokenGroup, type MessageGroup } from './tool-groups';
 
 export interface PlanOptions {
   /** Tokens of recent conversation kept verbatim. */
@@ -20,61 +20,90 @@ export const DEFAULT_PLAN_OPTIONS: PlanOptions = {
   force: false,
 };
 
-/** How a transcript is cut: head and tail kept verbatim, the middle summarised. */
+/**
+ * How a transcript is cut, as positions in it: head and tail kept verbatim, the middle
+ * summarised. Every kept group is whole and valid, so the head a plan yields is one a
+ * provider accepts (src/compaction/gates.ts checks it again before every commit).
+ */
 export interface CompactionPlan {
-  head: ChatMessage[];
-  /** The summary text of the previous compaction, which the new summary updates. */
+  /** Kept verbatim before the summary. */
+  head: number[];
+  /** The previous compaction's summary text, which the new summary updates. */
   previousSummary?: string;
-  middle: ChatMessage[];
-  tail: ChatMessage[];
+  /** Summarised, in order. */
+  middle: number[];
+  /**
+   * The latest real user request, when it is not in the tail: kept verbatim right after the
+   * summary (it is summarised too, so the summary reads in order).
+   */
+  latestUserRequest?: number;
+  /** Kept verbatim after the summary; holds the group with open tool calls, if any. */
+  tail: number[];
 }
 
-function flatten(groups: readonly MessageGroup[]): ChatMessage[] {
-  return groups.flatMap((g) => g.messages);
-}
+const indicesOf = (groups: readonly MessageGroup[]) => groups.flatMap((g) => g.indices);
 
 /**
  * Chooses head, middle and tail. Tool-call groups are never split: the cut points fall
  * between groups. On a transcript that was compacted before, everything before the previous
  * summary is the head (it was the head then), and the previous summary is handed to the
- * summariser to update rather than summarised as if it were conversation.
+ * summariser to update rather than summarised as if it were conversation. A group with
+ * tool calls still open at the end always stays in the tail, with the results that exist.
+ * Groups a provider would reject (orphan results, calls never answered) are summarised,
+ * never kept. `tokens[i]` is message i's token count (estimated when absent).
  */
-export function planCompaction(messages: readonly ChatMessage[], options: PlanOptions = DEFAULT_PLAN_OPTIONS): CompactionPlan {
+export function planCompaction(messages: readonly ChatMessage[], options: PlanOptions = DEFAULT_PLAN_OPTIONS, tokens?: readonly number[]): CompactionPlan {
   const groups = groupMessages(messages);
-  const summaryGroupIndex = groups.findIndex((g) => g.messages.length === 1 && isSummaryMessage(g.messages[0]));
+  const tokensOf = (i: number) => tokens?.[i] ?? estimateTokens(messages[i]);
+  const summaryGroupIndex = groups.findIndex((g) => g.indices.length === 1 && isSummaryMessage(messages[g.indices[0]]));
 
   let headEnd: number; // groups [0, headEnd) are head
   let previousSummary: string | undefined;
   let bodyStart: number; // first group that may be summarised
   if (summaryGroupIndex >= 0) {
     headEnd = summaryGroupIndex;
-    previousSummary = textOf(groups[summaryGroupIndex].messages[0]).slice(SUMMARY_PREFIX.length).trim();
+    previousSummary = textOf(messages[groups[summaryGroupIndex].indices[0]]).slice(SUMMARY_PREFIX.length).trim();
     bodyStart = summaryGroupIndex + 1;
   } else {
     let instructions = 0;
-    while (instructions < groups.length && isInstructionMessage(groups[instructions].messages[0])) instructions++;
+    while (instructions < groups.length && isInstructionMessage(messages[groups[instructions].indices[0]])) instructions++;
     headEnd = Math.min(groups.length, instructions + Math.max(0, options.headGroups));
     bodyStart = headEnd;
   }
 
   // The tail grows backwards from the end, group by group, within the token budget, but
-  // always holds at least minTailGroups groups (and never reaches into the head).
+  // always holds at least minTailGroups groups, and at least one (the last group may hold
+  // open tool calls). It never reaches into the head.
   const budget = options.force ? 0 : options.tailTokenBudget;
+  const minGroups = Math.max(1, options.minTailGroups);
   let tailStart = groups.length;
   let tailTokens = 0;
   while (tailStart > bodyStart) {
     const group = groups[tailStart - 1];
-    const groupTokens = group.messages.reduce((sum, m) => sum + estimateTokens(m), 0);
+    const groupTokens = group.indices.reduce((sum, i) => sum + tokensOf(i), 0);
     const kept = groups.length - tailStart;
-    if (kept >= options.minTailGroups && tailTokens + groupTokens > budget) break;
+    if (kept >= minGroups && tailTokens + groupTokens > budget) break;
     tailTokens += groupTokens;
     tailStart--;
   }
 
-  return {
-    head: flatten(groups.slice(0, headEnd)),
-    previousSummary,
-    middle: flatten(groups.slice(bodyStart, tailStart)),
-    tail: flatten(groups.slice(tailStart)),
-  };
+  const last = groups.length - 1;
+  const keep = (from: number, to: number) => groups.slice(from, to).filter((g, k) => !isBrokenGroup(g, from + k === last));
+  const broken = (from: number, to: number) => groups.slice(from, to).filter((g, k) => isBrokenGroup(g, from + k === last));
+  const head = indicesOf(keep(0, headEnd));
+  const tail = indicesOf(keep(tailStart, groups.length));
+  const middle = [...indicesOf(broken(0, headEnd)), ...indicesOf(groups.slice(bodyStart, tailStart)), ...indicesOf(broken(tailStart, groups.length))].sort((a, b) => a - b);
+
+  const plan: CompactionPlan = { head, previousSummary, middle, tail };
+  if (middle.length === 0) return plan;
+  // The latest real user request stays verbatim: in the tail, or right after the summary.
+  let latest = -1;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (isRealUserMessage(messages[i])) {
+      latest = i;
+      break;
+    }
+  }
+  if (latest >= 0 && !tail.includes(latest) && !head.includes(latest)) plan.latestUserRequest = latest;
+  return plan;
 }

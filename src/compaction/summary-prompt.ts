@@ -1,10 +1,20 @@
 import { type ChatMessage, isRealUserMessage, textOf } from './messages';
+import { estimateTextTokens } from './tokens';
 
+/** One request to the summariser: a chunk of the middle, folded into the summary so far. */
 export interface SummaryRequest {
+  /** The messages of this chunk (a message cut to fit is given cut). */
   middle: ChatMessage[];
+  /** The summary to update: the previous compaction's, or the one folded from earlier chunks. */
   previousSummary?: string;
   focusTopic?: string;
   force: boolean;
+  /** The latest real user request of the whole transcript, quoted verbatim. */
+  latestUserRequest?: string;
+  /** This chunk's place: 1-based index of count. */
+  chunk: { index: number; count: number };
+  /** True when a message of this chunk was too large for one request and was cut (visibly). */
+  cut: boolean;
 }
 
 export const SUMMARY_SECTIONS = [
@@ -19,43 +29,76 @@ export const SUMMARY_SECTIONS = [
   'Remaining work',
 ] as const;
 
-const PER_MESSAGE_CHAR_CAP = 2000;
-const TOTAL_CHAR_CAP = 60000;
+/** Tool results are long and mostly consumed already: the summariser sees their start. */
+const TOOL_RESULT_CHAR_CAP = 4000;
+/** Prompt text besides the messages (instructions, headings) and room for the summary so far. */
+const PROMPT_OVERHEAD_TOKENS = 600;
+const SUMMARY_RESERVE_TOKENS = 4000;
 
 function clip(text: string, cap: number): string {
-  return text.length <= cap ? text : `${text.slice(0, cap)} [...${text.length - cap} more characters]`;
+  return text.length <= cap ? text : `${text.slice(0, cap)} [... ${text.length - cap} more characters of this tool result not shown]`;
 }
 
-/** One line per message; tool results are reduced to a one-line note. */
+/** One line per message as the summariser reads it. */
+export function renderMessage(m: ChatMessage): string {
+  if (m.role === 'tool') return `tool result (${m.name ?? m.tool_call_id ?? 'tool'}): ${clip(textOf(m), TOOL_RESULT_CHAR_CAP)}`;
+  const calls = (m.tool_calls ?? []).map((c) => `${c.function.name}(${clip(c.function.arguments, 500)})`);
+  return `${m.role}: ${textOf(m)}${calls.length ? ` [calls: ${calls.join(', ')}]` : ''}`;
+}
+
 export function renderForSummary(messages: readonly ChatMessage[]): string {
-  const lines: string[] = [];
-  let total = 0;
-  for (const m of messages) {
-    let line: string;
-    if (m.role === 'tool') {
-      const firstLine = textOf(m).split('\n', 1)[0] ?? '';
-      line = `tool result (${m.name ?? m.tool_call_id ?? 'tool'}): ${clip(firstLine, 200)}`;
-    } else {
-      const calls = (m.tool_calls ?? []).map((c) => `${c.function.name}(${clip(c.function.arguments, 200)})`);
-      const text = clip(textOf(m), PER_MESSAGE_CHAR_CAP);
-      line = `${m.role}: ${text}${calls.length ? ` [calls: ${calls.join(', ')}]` : ''}`;
+  return messages.map(renderMessage).join('\n');
+}
+
+export interface SummaryChunk {
+  messages: ChatMessage[];
+  cut: boolean;
+}
+
+/** A message whose rendering alone exceeds a chunk, cut to fit with a visible note. */
+function cutToFit(m: ChatMessage, maxTokens: number): ChatMessage {
+  const text = textOf(m);
+  const keepChars = Math.max(200, maxTokens * 3 - 400);
+  const note = `\n[... cut: ${Math.max(0, text.length - keepChars)} more characters of this message did not fit in one summariser request]`;
+  return { ...m, tool_calls: undefined, content: `${text.slice(0, keepChars)}${note}` };
+}
+
+/**
+ * Splits the middle into chunks that each fit the summariser's input budget (in tokens),
+ * in order, never dropping a message: one too large for any chunk is cut, visibly.
+ */
+export function chunkMiddle(middle: readonly ChatMessage[], inputBudgetTokens: number, previousSummary?: string): SummaryChunk[] {
+  const reserve = Math.max(SUMMARY_RESERVE_TOKENS, estimateTextTokens(previousSummary ?? ''));
+  const perChunk = Math.max(500, inputBudgetTokens - PROMPT_OVERHEAD_TOKENS - reserve);
+  const chunks: SummaryChunk[] = [];
+  let current: SummaryChunk = { messages: [], cut: false };
+  let used = 0;
+  for (const original of middle) {
+    let m = original;
+    let tokens = estimateTextTokens(renderMessage(m)) + 1;
+    if (tokens > perChunk) {
+      m = cutToFit(m, perChunk);
+      tokens = estimateTextTokens(renderMessage(m)) + 1;
     }
-    if (total + line.length > TOTAL_CHAR_CAP) {
-      lines.push(`[... ${messages.length - lines.length} older messages omitted for length]`);
-      break;
+    if (used + tokens > perChunk && current.messages.length > 0) {
+      chunks.push(current);
+      current = { messages: [], cut: false };
+      used = 0;
     }
-    lines.push(line);
-    total += line.length;
+    current.messages.push(m);
+    current.cut ||= m !== original;
+    used += tokens;
   }
-  return lines.join('\n');
+  if (current.messages.length > 0) chunks.push(current);
+  return chunks;
 }
 
-export function latestUserRequest(messages: readonly ChatMessage[]): string | undefined {
-  const last = [...messages].reverse().find(isRealUserMessage);
-  return last ? textOf(last) : undefined;
+export function latestUserRequestText(messages: readonly ChatMessage[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) if (isRealUserMessage(messages[i])) return textOf(messages[i]);
+  return undefined;
 }
 
-/** The chat messages sent to an LLM summariser. */
+/** The chat messages sent to an LLM summariser for one chunk. */
 export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
   const instructions = [
     'You compact the transcript of a long-running AI agent session.',
@@ -65,16 +108,19 @@ export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
     'Be factual and concise; the summary replaces the messages it covers.',
   ];
   if (request.previousSummary) {
-    instructions.push('A previous summary exists: update it with the new messages instead of summarising it again.');
+    instructions.push('A summary of the earlier conversation exists: update it with the new messages instead of summarising it again, and keep what still matters from it.');
   }
+  if (request.chunk.count > 1) {
+    instructions.push(`The conversation is too long for one request: this is part ${request.chunk.index} of ${request.chunk.count}, in order.`);
+  }
+  if (request.cut) instructions.push('Some messages were too long for one request and were cut where marked "[... cut: ...]".');
   if (request.focusTopic) instructions.push(`Focus the summary on: ${request.focusTopic}`);
   if (request.force) instructions.push('This compaction was forced by the caller: summarise even if the conversation is short.');
 
   const parts: string[] = [];
-  if (request.previousSummary) parts.push(`Previous summary:\n${request.previousSummary}`);
+  if (request.previousSummary) parts.push(`Summary so far:\n${request.previousSummary}`);
   parts.push(`Messages to summarise:\n${renderForSummary(request.middle)}`);
-  const pending = latestUserRequest(request.middle);
-  if (pending) parts.push(`Latest user request:\n${pending}`);
+  if (request.latestUserRequest) parts.push(`Latest user request:\n${request.latestUserRequest}`);
 
   return [
     { role: 'system', content: instructions.join('\n') },

@@ -1,22 +1,26 @@
 import { type ChatMessage, textOf } from './messages';
 
 /** Per-message framing overhead that chat APIs add (role, separators). */
-const MESSAGE_OVERHEAD_TOKENS = 4;
+export const MESSAGE_OVERHEAD_TOKENS = 4;
 /** A common approximation for English text and code: about four characters per token. */
 const CHARS_PER_TOKEN = 4;
 
+/** Every piece of text of a message that a provider counts: content, tool calls, ids, name. */
+export function messageTexts(message: ChatMessage): string[] {
+  const texts = [textOf(message)];
+  for (const call of message.tool_calls ?? []) texts.push(call.function.name, call.function.arguments, call.id);
+  if (message.tool_call_id) texts.push(message.tool_call_id);
+  if (message.name) texts.push(message.name);
+  return texts;
+}
+
 /**
- * A cheap, deterministic token estimate. It is used to choose the tail, to decide whether a
- * candidate shrinks the transcript and for thresholds; it never needs to match a tokenizer
- * exactly, only to be monotonic in the text's size.
+ * A cheap, deterministic token estimate: the fallback for models without a known tokenizer
+ * (see ./token-counter). It only needs to be monotonic in the text's size.
  */
 export function estimateTokens(message: ChatMessage): number {
-  let chars = textOf(message).length;
-  for (const call of message.tool_calls ?? []) {
-    chars += call.function.name.length + call.function.arguments.length + call.id.length;
-  }
-  if (message.tool_call_id) chars += message.tool_call_id.length;
-  if (message.name) chars += message.name.length;
+  let chars = 0;
+  for (const text of messageTexts(message)) chars += text.length;
   return MESSAGE_OVERHEAD_TOKENS + Math.ceil(chars / CHARS_PER_TOKEN);
 }
 
@@ -24,4 +28,9 @@ export function estimateTranscriptTokens(messages: readonly ChatMessage[]): numb
   let total = 0;
   for (const m of messages) total += estimateTokens(m);
   return total;
+}
+
+/** Rough tokens of a piece of prompt text (for the summariser's input budget). */
+export function estimateTextTokens(text: string): number {
+  return Math.ceil(text.length / 3);
 }

@@ -24,8 +24,21 @@ export const lineages = pgTable(
     appendedCount: integer('appended_count').notNull().default(0),
     /** Estimated tokens of the head's live messages, kept up to date by appends and commits. */
     headTokens: integer('head_tokens').notNull().default(0),
-    /** An append that takes headTokens from below to at least this requests a compaction. */
+    /** Auto-compaction threshold: an append that leaves headTokens at or above it requests a compaction. */
     compactAtTokens: integer('compact_at_tokens'),
+    /** The model the agent talks to: chooses the tokenizer for token counts (null: estimates). */
+    model: text('model'),
+    /** The model's context window in tokens, when known: no compacted head may exceed it. */
+    contextWindow: integer('context_window'),
+    /** The auto-compaction request the appends sent for the current head, while it is pending. */
+    autoRequestId: text('auto_request_id'),
+    /** The generation that request was for: a commit moves on, which ends it as pending. */
+    autoRequestGeneration: integer('auto_request_generation'),
+    autoRequestedAt: timestamp('auto_requested_at', { withTimezone: true }),
+    /** Consecutive jobs that were refused, aborted or left the head above the threshold: the cooldown ladder's step. */
+    autoFailures: integer('auto_failures').notNull().default(0),
+    /** No auto-compaction is requested before this time. */
+    autoCooldownUntil: timestamp('auto_cooldown_until', { withTimezone: true }),
     closedAt: timestamp('closed_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
@@ -111,6 +124,13 @@ export const compactions = pgTable(
     summariserCompletionTokens: integer('summariser_completion_tokens'),
     /** The last parent seq the summariser saw; later rows were carried over at commit. */
     watermarkSeq: integer('watermark_seq'),
+    /** Lineage sequence numbers (inclusive) of the first and last appended message the summary covers. */
+    summarisedFromSeq: integer('summarised_from_seq'),
+    summarisedToSeq: integer('summarised_to_seq'),
+    /** The gate that refused the job (see src/compaction/gates.ts), or null. */
+    gate: text('gate'),
+    /** Each gate's verdict on the head the job would have committed: 'pass' or the reason it failed. */
+    gateResults: jsonb('gate_results').$type<Record<string, string>>(),
     attempts: integer('attempts').notNull().default(0),
     startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
     finishedAt: timestamp('finished_at', { withTimezone: true }),
@@ -128,7 +148,7 @@ export const compactions = pgTable(
 /**
  * Append keys: an append sent with a key is stored once per lineage; a resend with the same
  * key (a retry after a lost answer) gets the first answer and writes nothing. Written by the
- * session_append SQL function (migrations/0004_data_plane_functions.sql).
+ * session_append SQL function (migrations/0005_data_plane_functions.sql).
  */
 export const appendKeys = pgTable(
   'append_keys',

@@ -5,7 +5,7 @@
  */
 import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { ChatMessage } from '../compaction/messages';
-import { estimateTokens } from '../compaction/tokens';
+import type { GateReport } from '../compaction/gates';
 import { InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
 import { childSessionId, type CompactionMode } from '../workflows/contract';
 import type { Database } from './database';
@@ -21,8 +21,27 @@ export interface LineageInfo {
   mode: CompactionMode;
   source: string | null;
   compactAtTokens: number | null;
+  model: string | null;
+  contextWindow: number | null;
   closed: boolean;
 }
+
+/**
+ * How appends request compactions on their own (the threshold policy). An append that leaves
+ * the head at or above the lineage's threshold requests one when no request of the appends is
+ * pending for the current generation (a pending one older than `resendAfterMs` counts as
+ * lost) and no cooldown runs. A job that is refused, aborted or leaves the head above the
+ * threshold starts the next cooldown of the ladder; one that brings it under resets it.
+ */
+export interface AutoCompactionPolicy {
+  cooldownsMs: number[];
+  resendAfterMs: number;
+}
+
+export const DEFAULT_AUTO_COMPACTION_POLICY: AutoCompactionPolicy = {
+  cooldownsMs: [60_000, 5 * 60_000, 15 * 60_000],
+  resendAfterMs: 5 * 60_000,
+};
 
 export interface SessionMessage extends ChatMessage {
   seq: number;
@@ -32,6 +51,7 @@ function messageRow(
   sessionId: string,
   seq: number,
   m: ChatMessage,
+  tokens: number,
   extra: { lineageSeq?: number | null; originMessageId?: number | null; writtenByCompaction?: string } = {},
 ) {
   return {
@@ -42,7 +62,7 @@ function messageRow(
     toolCalls: m.tool_calls ?? null,
     toolCallId: m.tool_call_id ?? null,
     name: m.name ?? null,
-    tokenEstimate: estimateTokens(m),
+    tokenEstimate: tokens,
     lineageSeq: extra.lineageSeq ?? null,
     originMessageId: extra.originMessageId ?? null,
     writtenByCompaction: extra.writtenByCompaction ?? null,
@@ -90,11 +110,11 @@ async function callFunction<T>(db: Executor, query: ReturnType<typeof sql>): Pro
 /** Creates a lineage with its root session (SQL `session_create`). Idempotent for the same parameters. */
 export async function createSession(
   db: Database,
-  input: { sessionId: string; source?: string; mode: CompactionMode; compactAtTokens?: number },
+  input: { sessionId: string; source?: string; mode: CompactionMode; compactAtTokens?: number; model?: string; contextWindow?: number },
 ): Promise<LineageInfo> {
   const created = await callFunction<LineageInfo & { created: boolean }>(
     db,
-    sql`select session_create(${input.sessionId}, ${input.source ?? null}, ${input.mode}, ${input.compactAtTokens ?? null}::integer) as result`,
+    sql`select session_create(${input.sessionId}, ${input.source ?? null}, ${input.mode}, ${input.compactAtTokens ?? null}::integer, ${input.model ?? null}::text, ${input.contextWindow ?? null}::integer) as result`,
   );
   const { created: _created, ...lineage } = created;
   return lineage;
@@ -118,6 +138,8 @@ function lineageInfo(row: LineageRow): LineageInfo {
     mode: row.mode,
     source: row.source,
     compactAtTokens: row.compactAtTokens,
+    model: row.model,
+    contextWindow: row.contextWindow,
     closed: row.closedAt !== null,
   };
 }
@@ -130,41 +152,79 @@ export async function lineageOf(db: Executor, sessionId: string, options: { forU
 export interface AppendResult {
   /** The head the messages landed in. */
   sessionId: string;
+  lineageId: string;
   firstSeq: number;
   lastSeq: number;
   count: number;
-  /** Estimated tokens of the head after the append. */
+  /** Tokens of the head after the append (the caller's counts, or the SQL estimate). */
   headTokens: number;
-  /** True when this append took the head across the lineage's compaction threshold. */
-  crossedThreshold: boolean;
   /** The lineage sequence numbers of the first and last message appended. */
   firstLineageSeq: number;
   lastLineageSeq: number;
-  lineageId: string;
+  /** Set when this append requested an automatic compaction: the request id to send it under. */
+  autoCompactionRequestId?: string;
   /** True when this answer is the first append's, for a batch resent with its append key. */
   replayed: boolean;
 }
 
 /**
  * Appends to the lineage's head, whichever session id of the lineage is given, with the SQL
- * function `session_append` (one round trip; migrations/0004_data_plane_functions.sql). It
- * locks the lineage row for the few milliseconds of the insert, which orders appends against
- * a compaction's commit: an append lands either before the commit (and is carried into the
- * new head) or after it (in the new head). The function validates the batch's structure
- * too; callers check their size limits. With an `appendKey`, a resent batch answers the
+ * function `session_append` (one round trip; see docs/wire-contract.md). It locks the
+ * lineage row for the few milliseconds of the insert, which orders appends against a
+ * compaction's commit: an append lands either before the commit (and is carried into the new
+ * head) or after it (in the new head). The function validates the batch's structure (callers
+ * check their size limits), stores `tokens[i]` as message i's count (the SQL estimate when
+ * absent) and decides, under the same lock, whether this append requests an automatic
+ * compaction (see AutoCompactionPolicy). With an `appendKey`, a resent batch answers the
  * first append and writes nothing.
  */
 export async function appendMessages(
   db: Executor,
   sessionId: string,
   batch: readonly ChatMessage[],
-  options: { appendKey?: string; tokenCounts?: readonly number[] } = {},
+  tokens?: readonly number[],
+  policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
+  options: { appendKey?: string } = {},
 ): Promise<AppendResult> {
-  const tokenCounts = options.tokenCounts ? sql`${`{${options.tokenCounts.join(',')}}`}::integer[]` : sql`null::integer[]`;
+  const counts = tokens ? sql`${`{${tokens.join(',')}}`}::integer[]` : sql`null::integer[]`;
   return callFunction<AppendResult>(
     db,
-    sql`select session_append(${sessionId}, ${JSON.stringify(batch)}::jsonb, ${options.appendKey ?? null}::text, ${tokenCounts}) as result`,
+    sql`select session_append(${sessionId}, ${JSON.stringify(batch)}::jsonb, ${options.appendKey ?? null}::text, ${counts}, ${Math.round(policy.resendAfterMs)}::bigint) as result`,
   );
+}
+
+/**
+ * Forgets an automatic compaction request whose signal could not be sent, so that the next
+ * append requests it again.
+ */
+export async function releaseAutoCompaction(db: Database, lineageId: string, requestId: string): Promise<void> {
+  await callFunction(db, sql`select session_release_auto_compaction(${lineageId}, ${requestId}) as result`);
+}
+
+/**
+ * Records how a job ended for the threshold policy, in the job's own transaction: `failed`
+ * (refused, aborted, or the head is still at or above the threshold) climbs the cooldown
+ * ladder; `succeeded` resets it; `settled` only ends the pending request.
+ */
+async function settleAutoCompaction(tx: Executor, lineageId: string, how: 'failed' | 'succeeded' | 'settled', policy: AutoCompactionPolicy): Promise<void> {
+  if (how === 'settled') {
+    await tx.update(lineages).set({ autoRequestId: null }).where(eq(lineages.id, lineageId));
+    return;
+  }
+  if (how === 'succeeded') {
+    await tx.update(lineages).set({ autoRequestId: null, autoFailures: 0, autoCooldownUntil: null }).where(eq(lineages.id, lineageId));
+    return;
+  }
+  const ladder = policy.cooldownsMs.length > 0 ? policy.cooldownsMs : [0];
+  const steps = sql.raw(`ARRAY[${ladder.map((ms) => Math.max(0, Math.round(ms))).join(',')}]::bigint[]`);
+  await tx
+    .update(lineages)
+    .set({
+      autoRequestId: null,
+      autoFailures: sql`${lineages.autoFailures} + 1`,
+      autoCooldownUntil: sql`now() + make_interval(secs => (${steps})[least(${lineages.autoFailures} + 1, ${ladder.length})] / 1000.0)`,
+    })
+    .where(eq(lineages.id, lineageId));
 }
 
 /** The live (not archived) messages of one session, in order. */
@@ -220,7 +280,9 @@ export interface AuditReport {
   writesAfterEnd: number;
   /**
    * Appended messages that are neither live in their lineage's head nor inside the range a
-   * committed compaction summarised (at or below its watermark).
+   * committed compaction summarised (its summarised lineage sequence range; for compactions
+   * recorded before ranges existed, at or below its watermark). A message a compaction kept
+   * verbatim has its latest copy in the compaction's head, so losing that copy counts.
    */
   lostMessages: number;
   /** Appended messages present more than once among a session's live rows. */
@@ -232,7 +294,7 @@ export interface AuditReport {
 
 const LOST_MESSAGES = sql`
   with latest as (
-    select distinct on (s.lineage_id, m.lineage_seq) m.id, m.session_id, m.seq, m.archived_at, m.archived_by_compaction, s.lineage_id
+    select distinct on (s.lineage_id, m.lineage_seq) m.id, m.session_id, m.seq, m.lineage_seq, m.archived_at, m.archived_by_compaction, s.lineage_id
     from messages m join sessions s on s.id = m.session_id
     where m.lineage_seq is not null
     order by s.lineage_id, m.lineage_seq, m.id desc
@@ -241,7 +303,9 @@ const LOST_MESSAGES = sql`
   where not (l.session_id = g.head_session_id and l.archived_at is null)
     and not exists (
       select 1 from compactions c
-      where c.outcome = 'compacted' and c.parent_session_id = l.session_id and l.seq <= c.watermark_seq
+      where c.outcome = 'compacted' and c.parent_session_id = l.session_id
+        and case when c.summarised_from_seq is not null then l.lineage_seq between c.summarised_from_seq and c.summarised_to_seq
+                 else l.seq <= c.watermark_seq end
         and (c.child_session_id <> c.parent_session_id or l.archived_by_compaction = c.id)
     )
   order by l.id`;
@@ -326,7 +390,7 @@ export interface SettledJob {
  * any commit of the same job: a job that committed stays committed, and the answer says so,
  * with the head Postgres holds.
  */
-export async function abortJob(db: Database, job: CompactionJob, model: string, reason: string): Promise<SettledJob> {
+export async function abortJob(db: Database, job: CompactionJob, model: string, reason: string, policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY): Promise<SettledJob> {
   return db.transaction(async (tx) => {
     const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
     if (!lineage) throw new SessionNotFoundError(job.lineageId);
@@ -339,33 +403,65 @@ export async function abortJob(db: Database, job: CompactionJob, model: string, 
         setWhere: sql`${compactions.outcome} <> 'compacted'`,
       })
       .returning({ outcome: compactions.outcome });
+    if (row) await settleAutoCompaction(tx, job.lineageId, 'failed', policy);
     return { outcome: row ? 'aborted' : 'compacted', headSessionId: lineage.headSessionId, generation: lineage.generation };
   });
 }
 
+export interface JobFields {
+  reason?: string;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  messagesBefore?: number;
+  messagesAfter?: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  gate?: string;
+  gateResults?: Record<string, string>;
+}
+
+/**
+ * Decides a job that did not commit. Only the latest attempt may decide it (`attempt` is the
+ * ticket from beginJob), and a job that committed stays committed. A refused job climbs the
+ * auto-compaction cooldown ladder; a stale one only ends the pending auto request.
+ */
 export async function finishJob(
-  db: Executor,
-  jobId: string,
-  /** The attempt ticket from beginJob: only the latest attempt may decide the job. */
+  db: Database,
+  job: Pick<CompactionJob, 'jobId' | 'lineageId'>,
   attempt: number,
-  outcome: 'stale' | 'refused' | 'aborted',
-  fields: { reason?: string; tokensBefore?: number; tokensAfter?: number; messagesBefore?: number; messagesAfter?: number; promptTokens?: number; completionTokens?: number },
+  outcome: 'stale' | 'refused',
+  fields: JobFields,
+  policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
 ): Promise<void> {
-  await db
-    .update(compactions)
-    .set({
-      outcome,
-      reason: fields.reason ?? null,
-      tokensBefore: fields.tokensBefore,
-      tokensAfter: fields.tokensAfter,
-      messagesBefore: fields.messagesBefore,
-      messagesAfter: fields.messagesAfter,
-      summariserPromptTokens: fields.promptTokens,
-      summariserCompletionTokens: fields.completionTokens,
-      finishedAt: new Date(),
-    })
-    // A job that committed stays committed, and a superseded attempt decides nothing.
-    .where(and(eq(compactions.id, jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`));
+  await db.transaction(async (tx) => {
+    const decided = await tx
+      .update(compactions)
+      .set({
+        outcome,
+        reason: fields.reason ?? null,
+        tokensBefore: fields.tokensBefore,
+        tokensAfter: fields.tokensAfter,
+        messagesBefore: fields.messagesBefore,
+        messagesAfter: fields.messagesAfter,
+        summariserPromptTokens: fields.promptTokens,
+        summariserCompletionTokens: fields.completionTokens,
+        gate: fields.gate ?? null,
+        gateResults: fields.gateResults ?? null,
+        finishedAt: new Date(),
+      })
+      .where(and(eq(compactions.id, job.jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`))
+      .returning({ id: compactions.id });
+    if (decided.length > 0) await settleAutoCompaction(tx, job.lineageId, outcome === 'refused' ? 'failed' : 'settled', policy);
+  });
+}
+
+/** A message of the compacted head, with where it came from. */
+export interface CompactedMessage {
+  message: ChatMessage;
+  tokens: number;
+  /** For a message kept verbatim: the lineage sequence number and appended row it copies. */
+  lineageSeq?: number | null;
+  originMessageId?: number | null;
 }
 
 export interface CommitInput {
@@ -374,23 +470,34 @@ export interface CommitInput {
   attempt?: number;
   mode: CompactionMode;
   watermarkSeq: number;
-  compacted: ChatMessage[];
-  stats: { tokensBefore: number; tokensAfter: number; messagesBefore: number; promptTokens?: number; completionTokens?: number };
+  compacted: CompactedMessage[];
+  /** Lineage sequence numbers (inclusive) of the appended messages the summary covers. */
+  summarised?: { fromSeq: number; toSeq: number };
+  /**
+   * The gates, run on the exact head about to be committed: the compacted messages followed
+   * by `carried`, the messages appended after the watermark, read under the lineage lock.
+   */
+  verify?: (carried: Array<{ message: ChatMessage; tokens: number }>) => GateReport;
+  stats: { tokensBefore: number; messagesBefore: number; promptTokens?: number; completionTokens?: number };
+  policy?: AutoCompactionPolicy;
 }
 
 export type CommitResult =
-  | { outcome: 'compacted'; headSessionId: string; generation: number; carried: number; messagesAfter: number; alreadyCommitted: boolean }
-  | { outcome: 'stale'; headSessionId: string; generation: number; reason: string };
+  | { outcome: 'compacted'; headSessionId: string; generation: number; carried: number; tokensAfter: number; messagesAfter: number; alreadyCommitted: boolean; reason?: string; gateResults?: Record<string, string> }
+  | { outcome: 'stale'; headSessionId: string; generation: number; reason: string }
+  | { outcome: 'refused'; headSessionId: string; generation: number; reason: string; gate: string; gateResults: Record<string, string>; tokensAfter: number };
 
 /**
  * Publishes a compaction in one transaction: the new head (a child, or the same session
  * with old rows archived) gets the compacted messages followed by every message appended
  * after the snapshot's watermark; the parent ends with exactly one row changed; the lineage
- * moves to the new head and generation. A retried commit of the same job is answered from
- * the audit row and writes nothing; a commit against a lineage that moved on writes nothing.
+ * moves to the new head and generation. The gates run on that exact head first: a failing
+ * gate writes nothing. A retried commit of the same job is answered from the audit row and
+ * writes nothing; a commit against a lineage that moved on writes nothing.
  */
 export async function commitCompaction(db: Database, input: CommitInput): Promise<CommitResult> {
   const { job } = input;
+  const policy = input.policy ?? DEFAULT_AUTO_COMPACTION_POLICY;
   return db.transaction(async (tx) => {
     const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
     if (!lineage) throw new SessionNotFoundError(job.lineageId);
@@ -402,6 +509,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
         headSessionId: record.childSessionId ?? lineage.headSessionId,
         generation: record.generation,
         carried: 0,
+        tokensAfter: record.tokensAfter ?? 0,
         messagesAfter: record.messagesAfter ?? 0,
         alreadyCommitted: true,
       };
@@ -424,6 +532,20 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
     }
 
     const carried = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
+    const tokensAfter = [...input.compacted, ...carried.map((r) => ({ tokens: r.tokenEstimate }))].reduce((sum, m) => sum + m.tokens, 0);
+    const report = input.verify?.(carried.map((r) => ({ message: rowToMessage(r), tokens: r.tokenEstimate })));
+    if (report?.failed) {
+      return {
+        outcome: 'refused',
+        headSessionId: lineage.headSessionId,
+        generation: lineage.generation,
+        reason: `gate ${report.failed.gate}: ${report.failed.reason}`,
+        gate: report.failed.gate,
+        gateResults: report.results,
+        tokensAfter,
+      };
+    }
+
     const generation = job.generation + 1;
     let head = job.parentSessionId;
     let firstSeq = 1;
@@ -443,9 +565,11 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       await tx.update(sessions).set({ generation }).where(eq(sessions.id, head));
     }
     const rows = [
-      ...input.compacted.map((m, i) => messageRow(head, firstSeq + i, m, { writtenByCompaction: job.jobId })),
+      ...input.compacted.map((m, i) =>
+        messageRow(head, firstSeq + i, m.message, m.tokens, { lineageSeq: m.lineageSeq, originMessageId: m.originMessageId, writtenByCompaction: job.jobId }),
+      ),
       ...carried.map((r, i) =>
-        messageRow(head, firstSeq + input.compacted.length + i, rowToMessage(r), {
+        messageRow(head, firstSeq + input.compacted.length + i, rowToMessage(r), r.tokenEstimate, {
           lineageSeq: r.lineageSeq,
           originMessageId: r.originMessageId ?? r.id,
           writtenByCompaction: job.jobId,
@@ -461,27 +585,35 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
         .returning({ id: sessions.id });
       if (ended.length !== 1) throw new Error(`parent ${job.parentSessionId} was not live at commit; rolling back`);
     }
-    const headTokens = rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
-    await tx.update(lineages).set({ headSessionId: head, generation, headTokens }).where(eq(lineages.id, job.lineageId));
+    await tx.update(lineages).set({ headSessionId: head, generation, headTokens: tokensAfter }).where(eq(lineages.id, job.lineageId));
+    const notes: string[] = [];
+    if (carried.length > 0) notes.push(`carried ${carried.length} message(s) appended during the summary`);
+    const stillAbove = lineage.compactAtTokens !== null && tokensAfter >= lineage.compactAtTokens;
+    if (stillAbove) notes.push(`the compacted head still holds ${tokensAfter} tokens, at or above the threshold of ${lineage.compactAtTokens}`);
+    await settleAutoCompaction(tx, job.lineageId, stillAbove ? 'failed' : 'succeeded', policy);
+    const reason = notes.length > 0 ? notes.join('; ') : undefined;
     const values = {
       outcome: 'compacted' as const,
       childSessionId: head,
       generation,
       tokensBefore: input.stats.tokensBefore,
-      tokensAfter: input.stats.tokensAfter,
+      tokensAfter,
       messagesBefore: input.stats.messagesBefore,
       messagesAfter: rows.length,
       summariserPromptTokens: input.stats.promptTokens,
       summariserCompletionTokens: input.stats.completionTokens,
       watermarkSeq: input.watermarkSeq,
-      reason: carried.length > 0 ? `carried ${carried.length} message(s) appended during the summary` : null,
+      summarisedFromSeq: input.summarised?.fromSeq ?? null,
+      summarisedToSeq: input.summarised?.toSeq ?? null,
+      gateResults: report?.results ?? null,
+      reason: reason ?? null,
       finishedAt: new Date(),
     };
     await tx
       .insert(compactions)
       .values({ id: job.jobId, lineageId: job.lineageId, parentSessionId: job.parentSessionId, requestIds: job.requestIds, trigger: job.trigger, ...values })
       .onConflictDoUpdate({ target: compactions.id, set: values });
-    return { outcome: 'compacted', headSessionId: head, generation, carried: carried.length, messagesAfter: rows.length, alreadyCommitted: false };
+    return { outcome: 'compacted', headSessionId: head, generation, carried: carried.length, tokensAfter, messagesAfter: rows.length, alreadyCommitted: false, reason, gateResults: report?.results };
   });
 }
 

@@ -74,6 +74,8 @@ export interface CompactResult {
   previousSessionId?: string;
   generation: number;
   reason?: string;
+  /** The gate that refused the compaction (outcome refused), when one did: see docs/wire-contract.md. */
+  gate?: string;
   tokensBefore?: number;
   tokensAfter?: number;
   messagesBefore?: number;

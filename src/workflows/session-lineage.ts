@@ -243,6 +243,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
       previousSessionId: result.previousSessionId,
       generation: result.generation,
       reason: result.reason,
+      ...(result.gate ? { gate: result.gate } : {}),
       tokensBefore: result.tokensBefore,
       tokensAfter: result.tokensAfter,
       messagesBefore: result.messagesBefore,

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import psycopg
 from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -113,7 +114,7 @@ class SessionsClient:
         self,
         config: Config,
         temporal: Client,
-        db: psycopg.AsyncConnection[Any],
+        db: AsyncConnectionPool,
         settings: Mapping[str, Any],
         update_client: Client | None = None,
     ) -> None:
@@ -125,7 +126,6 @@ class SessionsClient:
         # instead, and resends itself while the server is unreachable.
         self._update_client = update_client or temporal
         self._db = db
-        self._db_lock = asyncio.Lock()
         self._settings = dict(settings)
         #: How often compact() met the in-flight Update limit and went by signal instead.
         self.update_limit_fallbacks = 0
@@ -133,21 +133,31 @@ class SessionsClient:
     # ---- data plane (SQL functions) -------------------------------------------------------
 
     async def _call(self, query: str, params: Sequence[Any]) -> Any:
-        async with self._db_lock:
-            try:
-                cursor = await self._db.execute(query, params)
+        try:
+            async with self._db.connection() as conn:
+                cursor = await conn.execute(query, params)
                 row = await cursor.fetchone()
-            except psycopg.Error as error:
-                raise from_sql_error(error) from error
+        except psycopg.Error as error:
+            raise from_sql_error(error) from error
         assert row is not None
         return row[0]
 
     async def create_session(
-        self, session_id: str, *, source: str | None = None, mode: CompactionMode = "rotate", compact_at_tokens: int | None = None
+        self,
+        session_id: str,
+        *,
+        source: str | None = None,
+        mode: CompactionMode = "rotate",
+        compact_at_tokens: int | None = None,
+        model: str | None = None,
+        context_window: int | None = None,
     ) -> dict[str, Any]:
-        """Creates a session (the root of a new lineage) and starts its workflow. Idempotent."""
+        """Creates a session (the root of a new lineage) and starts its workflow. Idempotent
+        for the same parameters. ``compact_at_tokens`` is the auto-compaction threshold in
+        tokens (the TypeScript client also takes a percentage of a known model's window)."""
         lineage = await self._call(
-            "select session_create(%s, %s, %s, %s::integer)", (session_id, source, mode, compact_at_tokens)
+            "select session_create(%s, %s, %s, %s::integer, %s::text, %s::integer)",
+            (session_id, source, mode, compact_at_tokens, model, context_window),
         )
         await self.temporal.start_workflow(
             WORKFLOW_TYPE,
@@ -158,8 +168,9 @@ class SessionsClient:
         result = {"sessionId": session_id, "lineageId": lineage["lineageId"], "mode": lineage["mode"]}
         if lineage.get("source"):
             result["source"] = lineage["source"]
-        if lineage.get("compactAtTokens"):
-            result["compactAtTokens"] = lineage["compactAtTokens"]
+        for key in ("compactAtTokens", "model", "contextWindow"):
+            if lineage.get(key):
+                result[key] = lineage[key]
         return result
 
     async def append(
@@ -172,21 +183,27 @@ class SessionsClient:
     ) -> dict[str, Any]:
         """Appends a batch (all or nothing) to the lineage's head in one round trip; answers
         with the head it landed in and its ranges. With ``append_key`` a resend after a lost
-        answer is stored once. An append that crosses the lineage's threshold requests a
-        compaction by signal, with a request id derived from the append (a resend dedupes)."""
+        answer is stored once (``replayed: True``). ``token_counts`` (one per message) are
+        stored as given; without them the SQL function stores its estimate. An append that
+        leaves the head at or above the lineage's threshold may request a compaction (the
+        policy runs in ``session_append``); this sends it as the signal and answers its id
+        as ``compactionRequestId``. If the signal fails, the next append sends it again."""
         check_session_id(session_id)
         self._check_limits(messages)
         counts = list(token_counts) if token_counts is not None else None
         appended: dict[str, Any] = await self._call(
-            "select session_append(%s, %s, %s, %s::integer[])", (session_id, Jsonb(list(messages)), append_key, counts)
+            "select session_append(%s, %s, %s, %s::integer[], %s::bigint)",
+            (session_id, Jsonb(list(messages)), append_key, counts, self.config.auto_compaction_resend_ms),
         )
-        if not appended.get("crossedThreshold"):
+        request_id = appended.pop("autoCompactionRequestId", None)
+        if not request_id:
             return appended
-        request_id = f"threshold:{appended['sessionId']}:{appended['lastLineageSeq']}"
         try:
             await self.request_compaction(appended["sessionId"], request_id=request_id, trigger="threshold")
             return appended | {"compactionRequestId": request_id}
         except Exception as error:  # the messages are stored: never make the caller resend them
+            with contextlib.suppress(Exception):
+                await self._call("select session_release_auto_compaction(%s, %s)", (appended["lineageId"], request_id))
             return appended | {"compactionRequestError": f"could not request the compaction: {error}"}
 
     def _check_limits(self, messages: Sequence[Mapping[str, Any]]) -> None:
@@ -405,7 +422,10 @@ async def connect(
     # default), so the in-flight limit's refusal reaches compact() within milliseconds.
     no_retry = RetryConfig(max_retries=1, initial_interval_millis=1, max_interval_millis=1, max_elapsed_time_millis=1)
     update_client = await Client.connect(config.temporal_address, **options, retry_config=no_retry)  # type: ignore[arg-type]
-    db = await psycopg.AsyncConnection.connect(config.database_url, autocommit=True)
+    # A pool, so concurrent calls (25 compactions at once read their lineage first) do not
+    # queue behind one connection. Each function call is its own transaction (autocommit).
+    db = AsyncConnectionPool(config.database_url, min_size=1, max_size=config.database_pool_size, kwargs={"autocommit": True}, open=False)
+    await db.open(wait=True, timeout=30)
     lineage_settings = {
         "leaseTtlMs": config.lease_ttl_ms,
         "attemptTimeoutMs": config.attempt_timeout_ms,

@@ -65,6 +65,9 @@ class Config:
     max_append_messages: int = 1000
     max_message_chars: int = 200_000
     max_append_chars: int = 2_000_000
+    database_pool_size: int = 10
+    #: A pending auto-compaction request older than this counts as lost (AUTO_COMPACTION_RESEND_MS).
+    auto_compaction_resend_ms: int = 5 * 60_000
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
@@ -101,6 +104,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         max_append_messages=_int(env, "MAX_APPEND_MESSAGES", 1000),
         max_message_chars=_int(env, "MAX_MESSAGE_CHARS", 200_000),
         max_append_chars=_int(env, "MAX_APPEND_CHARS", 2_000_000),
+        auto_compaction_resend_ms=_int(env, "AUTO_COMPACTION_RESEND_MS", 5 * 60_000),
     )
 
 

@@ -69,12 +69,17 @@ async def test_signal_and_wait_for_result(client):
 
 async def test_threshold_requests_a_compaction(client):
     sid = unique_id("py-threshold")
-    await client.create_session(sid, compact_at_tokens=300)
+    created = await client.create_session(sid, compact_at_tokens=300, model="some-local-model", context_window=8000)
+    assert created["model"] == "some-local-model" and created["contextWindow"] == 8000
     below = await client.append(sid, conversation(2))
-    assert below["crossedThreshold"] is False and "compactionRequestId" not in below
-    crossed = await client.append(sid, conversation(12))
-    assert crossed["crossedThreshold"] is True
-    result = await client.wait_for_result(sid, crossed["compactionRequestId"], timeout=120)
+    assert below["headTokens"] < 300 and "compactionRequestId" not in below
+    above = await client.append(sid, conversation(12))
+    assert above["headTokens"] >= 300
+    assert above["compactionRequestId"] == f"threshold:{sid}:{above['lastLineageSeq']}"
+    # Still above while that request is pending: no second request.
+    again = await client.append(sid, [{"role": "user", "content": "and another thing"}])
+    assert "compactionRequestId" not in again or again["sessionId"] != sid
+    result = await client.wait_for_result(sid, above["compactionRequestId"], timeout=120)
     assert result["outcome"] == "compacted"
 
 

@@ -39,6 +39,16 @@ LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
   SELECT length(p) + length(regexp_replace(p, '[^\U00010000-\U0010FFFF]', '', 'g'));
 $$;
 --> statement-breakpoint
+-- The text of a message's content (src/compaction/messages.ts textOf): a string, or its text parts joined.
+CREATE FUNCTION sc_text_of(m jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE jsonb_typeof(m->'content')
+    WHEN 'string' THEN m->>'content'
+    WHEN 'array' THEN coalesce((SELECT string_agg(p->>'text', '' ORDER BY ord) FROM jsonb_array_elements(m->'content') WITH ORDINALITY AS t(p, ord)
+                                WHERE p->>'type' = 'text' AND jsonb_typeof(p->'text') = 'string'), '')
+    ELSE '' END;
+$$;
+--> statement-breakpoint
 -- The token estimate of one message (src/compaction/tokens.ts estimateTokens): 4 for framing
 -- plus a quarter of its characters (text parts, tool-call names, arguments and ids, name).
 CREATE FUNCTION sc_estimate_tokens(m jsonb) RETURNS integer
@@ -46,12 +56,7 @@ LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
   chars integer := 0;
 BEGIN
-  IF jsonb_typeof(m->'content') = 'string' THEN
-    chars := sc_utf16_length(m->>'content');
-  ELSIF jsonb_typeof(m->'content') = 'array' THEN
-    chars := coalesce((SELECT sum(sc_utf16_length(p->>'text')) FROM jsonb_array_elements(m->'content') p
-                       WHERE p->>'type' = 'text' AND jsonb_typeof(p->'text') = 'string'), 0);
-  END IF;
+  chars := sc_utf16_length(sc_text_of(m));
   IF jsonb_typeof(m->'tool_calls') = 'array' THEN
     chars := chars + coalesce((SELECT sum(sc_utf16_length(c#>>'{function,name}') + sc_utf16_length(c#>>'{function,arguments}') + sc_utf16_length(c->>'id'))
                                FROM jsonb_array_elements(m->'tool_calls') c), 0);
@@ -174,6 +179,13 @@ BEGIN
     IF content_type = 'null' AND NOT m ? 'tool_calls' THEN
       PERFORM sc_invalid(f || '.content', 'may be null only on an assistant message with tool_calls');
     END IF;
+    -- Nothing appended may pose as a summary this service wrote (src/compaction/messages.ts).
+    IF m->>'name' = 'context_summary' THEN
+      PERFORM sc_invalid(f || '.name', '"context_summary" is reserved for the summaries this service writes');
+    END IF;
+    IF starts_with(regexp_replace(sc_text_of(m), '^\s+', ''), '[CONTEXT SUMMARY: reference only, written by session-compaction]') THEN
+      PERFORM sc_invalid(f || '.content', 'must not start with the compaction summary marker, which is reserved for the summaries this service writes');
+    END IF;
   END LOOP;
 END
 $$;
@@ -182,12 +194,14 @@ CREATE FUNCTION sc_lineage_json(g lineages) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
   SELECT jsonb_build_object(
     'lineageId', g.id, 'headSessionId', g.head_session_id, 'generation', g.generation, 'mode', g.mode,
-    'source', g.source, 'compactAtTokens', g.compact_at_tokens, 'closed', g.closed_at IS NOT NULL);
+    'source', g.source, 'compactAtTokens', g.compact_at_tokens, 'model', g.model, 'contextWindow', g.context_window,
+    'closed', g.closed_at IS NOT NULL);
 $$;
 --> statement-breakpoint
 -- Creates a lineage with its root session. Idempotent for the same parameters; other
 -- parameters for an existing id are a SessionConflictError.
-CREATE FUNCTION session_create(p_session_id text, p_source text DEFAULT NULL, p_mode text DEFAULT 'rotate', p_compact_at_tokens integer DEFAULT NULL)
+CREATE FUNCTION session_create(p_session_id text, p_source text DEFAULT NULL, p_mode text DEFAULT 'rotate', p_compact_at_tokens integer DEFAULT NULL,
+                               p_model text DEFAULT NULL, p_context_window integer DEFAULT NULL)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   v_mode text := coalesce(p_mode, 'rotate');
@@ -216,8 +230,14 @@ BEGIN
   IF p_compact_at_tokens IS NOT NULL AND p_compact_at_tokens < 1 THEN
     PERFORM sc_invalid('compactAtTokens', 'must be a positive whole number');
   END IF;
-  INSERT INTO lineages (id, head_session_id, mode, source, compact_at_tokens)
-    VALUES (p_session_id, p_session_id, v_mode, p_source, p_compact_at_tokens)
+  IF p_model IS NOT NULL AND (length(p_model) = 0 OR length(p_model) > 200) THEN
+    PERFORM sc_invalid('model', 'must be a string of 1 to 200 characters');
+  END IF;
+  IF p_context_window IS NOT NULL AND p_context_window < 1 THEN
+    PERFORM sc_invalid('contextWindow', 'must be a positive whole number');
+  END IF;
+  INSERT INTO lineages (id, head_session_id, mode, source, compact_at_tokens, model, context_window)
+    VALUES (p_session_id, p_session_id, v_mode, p_source, p_compact_at_tokens, p_model, p_context_window)
     ON CONFLICT DO NOTHING RETURNING id INTO inserted;
   IF inserted IS NOT NULL THEN
     INSERT INTO sessions (id, lineage_id, source) VALUES (p_session_id, p_session_id, p_source);
@@ -242,6 +262,14 @@ BEGIN
     PERFORM sc_raise('SessionConflictError', format('session %s already exists with compactAtTokens %s', to_jsonb(p_session_id)::text, coalesce(g.compact_at_tokens::text, 'null')),
       jsonb_build_object('sessionId', p_session_id, 'detail', format('with compactAtTokens %s', coalesce(g.compact_at_tokens::text, 'null'))));
   END IF;
+  IF g.model IS DISTINCT FROM p_model THEN
+    PERFORM sc_raise('SessionConflictError', format('session %s already exists with model %s', to_jsonb(p_session_id)::text, coalesce(to_jsonb(g.model)::text, 'null')),
+      jsonb_build_object('sessionId', p_session_id, 'detail', format('with model %s', coalesce(to_jsonb(g.model)::text, 'null'))));
+  END IF;
+  IF g.context_window IS DISTINCT FROM p_context_window THEN
+    PERFORM sc_raise('SessionConflictError', format('session %s already exists with contextWindow %s', to_jsonb(p_session_id)::text, coalesce(g.context_window::text, 'null')),
+      jsonb_build_object('sessionId', p_session_id, 'detail', format('with contextWindow %s', coalesce(g.context_window::text, 'null'))));
+  END IF;
   RETURN sc_lineage_json(g) || '{"created": false}';
 END
 $$;
@@ -250,9 +278,14 @@ $$;
 -- is given, in one statement: validates the batch, locks the lineage row (which orders the
 -- append against a compaction's commit), numbers the messages in the head and in the
 -- lineage, stores each message's token count (the caller's, or sc_estimate_tokens) and
--- answers with the head, the ranges and whether the head crossed the lineage's threshold.
--- With p_append_key, a resend of the same batch answers the first append and writes nothing.
-CREATE FUNCTION session_append(p_session_id text, p_messages jsonb, p_append_key text DEFAULT NULL, p_token_counts integer[] DEFAULT NULL)
+-- answers with the head and the ranges. Under the same lock it applies the auto-compaction
+-- policy: when the head is at or above the lineage's threshold, no request of the appends is
+-- pending for the current generation (one older than p_resend_after_ms counts as lost) and
+-- no cooldown runs, it records a request and answers its id (autoCompactionRequestId), which
+-- the caller sends as the requestCompaction signal. With p_append_key, a resend of the same
+-- batch answers the first append and writes nothing.
+CREATE FUNCTION session_append(p_session_id text, p_messages jsonb, p_append_key text DEFAULT NULL, p_token_counts integer[] DEFAULT NULL,
+                               p_resend_after_ms bigint DEFAULT 300000)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   g lineages;
@@ -263,6 +296,8 @@ DECLARE
   hash text;
   prior append_keys;
   v_result jsonb;
+  fire boolean;
+  request_id text;
 BEGIN
   PERFORM sc_check_messages(p_messages);
   n := jsonb_array_length(p_messages);
@@ -301,7 +336,18 @@ BEGIN
   )
   SELECT sum(token_estimate) INTO added FROM inserted;
   new_head_tokens := g.head_tokens + added;
-  UPDATE lineages SET appended_count = g.appended_count + n, head_tokens = new_head_tokens WHERE id = g.id;
+  request_id := format('threshold:%s:%s', g.head_session_id, g.appended_count + n);
+  fire := g.compact_at_tokens IS NOT NULL AND new_head_tokens >= g.compact_at_tokens
+    AND NOT (g.auto_request_id IS NOT NULL AND g.auto_request_generation = g.generation
+             AND g.auto_requested_at > now() - make_interval(secs => p_resend_after_ms / 1000.0))
+    AND (g.auto_cooldown_until IS NULL OR g.auto_cooldown_until <= now());
+  UPDATE lineages SET
+    appended_count = g.appended_count + n,
+    head_tokens = new_head_tokens,
+    auto_request_id = CASE WHEN fire THEN request_id ELSE auto_request_id END,
+    auto_request_generation = CASE WHEN fire THEN g.generation ELSE auto_request_generation END,
+    auto_requested_at = CASE WHEN fire THEN now() ELSE auto_requested_at END
+  WHERE id = g.id;
   v_result := jsonb_build_object(
     'sessionId', g.head_session_id,
     'lineageId', g.id,
@@ -309,9 +355,9 @@ BEGIN
     'lastSeq', max_seq + n,
     'count', n,
     'headTokens', new_head_tokens,
-    'crossedThreshold', g.compact_at_tokens IS NOT NULL AND g.head_tokens < g.compact_at_tokens AND new_head_tokens >= g.compact_at_tokens,
     'firstLineageSeq', g.appended_count + 1,
-    'lastLineageSeq', g.appended_count + n);
+    'lastLineageSeq', g.appended_count + n)
+    || CASE WHEN fire THEN jsonb_build_object('autoCompactionRequestId', request_id) ELSE '{}'::jsonb END;
   IF p_append_key IS NOT NULL THEN
     INSERT INTO append_keys (lineage_id, append_key, batch_hash, result) VALUES (g.id, p_append_key, hash, v_result);
   END IF;
@@ -364,5 +410,15 @@ BEGIN
       'endedAt', to_char(s.ended_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'endReason', s.end_reason,
       'messageCount', (SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.archived_at IS NULL)) ORDER BY s.generation, s.started_at)
     FROM sessions s WHERE s.lineage_id = g.id), '[]'::jsonb));
+END
+$$;
+--> statement-breakpoint
+-- Forgets an automatic compaction request whose signal could not be sent, so that the next
+-- append requests it again. Answers {"released": true} when it was still pending.
+CREATE FUNCTION session_release_auto_compaction(p_lineage_id text, p_request_id text)
+RETURNS jsonb LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE lineages SET auto_request_id = NULL WHERE id = p_lineage_id AND auto_request_id = p_request_id;
+  RETURN jsonb_build_object('released', FOUND);
 END
 $$;
