@@ -58,3 +58,51 @@ def test_refused_settings_name_the_variable(pki):
         temporal_connect_options(load_config({"TEMPORAL_TLS_CLIENT_CERT_PATH": str(pki / "ca.crt"), "TEMPORAL_TLS_CLIENT_KEY_PATH": str(pki / "ca.crt")}))
     with pytest.raises(ConnectionConfigError, match="PAYLOAD_ENCRYPTION_KEYS"):
         load_config({"PAYLOAD_ENCRYPTION_KEYS": "k1:abc"})
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_mtls_through_a_tls_proxy():
+    """Against the real dev server behind the project's TLS-terminating proxy (mTLS): the
+    right CA and client certificate connect and work; a wrong CA or no client certificate is
+    refused. The proxy's own ledger says which handshakes it accepted."""
+    import asyncio
+    import json
+    import os
+
+    from session_compaction import connect
+
+    from .conftest import PROJECT_ROOT, unique_id
+
+    proxy = await asyncio.create_subprocess_exec(
+        "node", "--import", "tsx", str(PROJECT_ROOT / "test/support/tls-proxy-cli.ts"),
+        cwd=PROJECT_ROOT, env=os.environ, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )
+    assert proxy.stdin is not None and proxy.stdout is not None
+    info = json.loads(await asyncio.wait_for(proxy.stdout.readline(), 60))
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TEMPORAL_TLS")}
+    mtls = base | {
+        "TEMPORAL_ADDRESS": info["address"],
+        "TEMPORAL_TLS_SERVER_CA_CERT_PATH": info["caCert"],
+        "TEMPORAL_TLS_CLIENT_CERT_PATH": info["clientCert"],
+        "TEMPORAL_TLS_CLIENT_KEY_PATH": info["clientKey"],
+    }
+    try:
+        sessions = await connect(mtls)
+        try:
+            sid = unique_id("py-mtls")
+            await sessions.create_session(sid)
+            await sessions.append(sid, [{"role": "user", "content": "over mTLS"}])
+            assert (await sessions.state(sid))["headSessionId"] == sid  # a query through the proxy
+        finally:
+            await sessions.close()
+        with pytest.raises(RuntimeError, match="UnknownIssuer"):  # the client refuses the server
+            await connect(mtls | {"TEMPORAL_TLS_SERVER_CA_CERT_PATH": info["otherCaCert"]})
+        with pytest.raises(RuntimeError, match="CertificateRequired"):  # the server refuses the client
+            await connect({k: v for k, v in mtls.items() if not k.startswith("TEMPORAL_TLS_CLIENT")})
+    finally:
+        proxy.stdin.close()
+        ledger = json.loads(await asyncio.wait_for(proxy.stdout.readline(), 60))
+        await proxy.wait()
+    assert "client" in ledger["accepted"], ledger
+    assert set(ledger["accepted"]) == {"client"}, ledger  # nothing got in without our certificate
+    assert any("certificate" in r.lower() for r in ledger["refused"]), ledger
