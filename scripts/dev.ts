@@ -12,8 +12,10 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/dev/postgre
 import { findTemporalCli } from '../src/dev/temporal-cli';
 import { isPortOpen, startLocalTemporal } from '../src/dev/temporal-server';
 import { codecFromKeys } from '../src/codec/aes-gcm-codec';
-import { createCodecServer } from '../src/codec/codec-server';
+import { codecServerOptions, createCodecServer } from '../src/codec/codec-server';
 import { createSessionWorker, installRuntime } from '../src/worker';
+import { SessionsClient } from '../src/client/sessions-client';
+import { startInspector } from '../src/inspector/server';
 import { clientConnectionOptions } from '../src/temporal-connection';
 
 const say = (line: string) => console.log(`[dev] ${line}`);
@@ -43,7 +45,7 @@ async function main(): Promise<void> {
     let codecUrl: string | undefined;
     const codec = codecFromKeys(config.payloadEncryptionKeys);
     if (codec) {
-      const codecServer = createCodecServer(codec, { corsOrigins: config.codecCorsOrigins });
+      const codecServer = createCodecServer(codec, codecServerOptions(config));
       await new Promise<void>((resolve) => codecServer.listen(config.codecServerPort, '127.0.0.1', resolve));
       codecUrl = `http://127.0.0.1:${config.codecServerPort}`;
       say(`codec endpoint for the Web UI: ${codecUrl}`);
@@ -80,8 +82,15 @@ async function main(): Promise<void> {
     }
 
     const worker = await createSessionWorker({ config: { ...config, databaseUrl: pg?.url ?? config.databaseUrl }, log: say });
+    // The inspector: read-only pages over Postgres and the workflows (127.0.0.1 by default).
+    const inspectorClient = await SessionsClient.connect({ config: { ...config, databaseUrl: pg?.url ?? config.databaseUrl } });
+    const inspector = await startInspector({ client: inspectorClient, temporalUiUrl: process.env.TEMPORAL_UI_URL ? config.temporalUiUrl : uiUrl, bindAddress: config.inspectorBindAddress });
+    stops.push(async () => {
+      await inspector.close();
+      await inspectorClient.close();
+    });
     process.once('SIGINT', () => say('stopping (Ctrl-C)...'));
-    console.log(`\nsession-compaction is ready. Temporal Web UI: ${uiUrl}  Temporal: ${config.temporal.address}  task queue: ${config.temporal.taskQueue}`);
+    console.log(`\nsession-compaction is ready. Temporal Web UI: ${uiUrl}  inspector: ${inspector.url}  Temporal: ${config.temporal.address}  task queue: ${config.temporal.taskQueue}`);
     console.log(`metrics: http://${config.metricsBindAddress}/metrics`);
     console.log(`try: npx sessions create demo && npx sessions compact demo --json   (Ctrl-C stops everything)\n`);
     await worker.run();

@@ -121,9 +121,30 @@ export interface WorkerTuning {
   maxConcurrentLocalActivityExecutions: number;
 }
 
+/** `host:port`, or a bare port (bound on 127.0.0.1): operator endpoints bind loopback unless told otherwise. */
+export function bindAddress(raw: string | undefined, fallback?: string): string | undefined {
+  const value = raw?.trim() || fallback;
+  if (!value) return undefined;
+  if (/^\d+$/.test(value)) return `127.0.0.1:${value}`;
+  if (!/^[^\s:]+:\d+$|^\[[0-9a-fA-F:]+\]:\d+$/.test(value)) throw new Error(`a bind address must look like host:port or a port, got ${JSON.stringify(value)}`);
+  return value;
+}
+
 export interface Config {
-  /** host:port for the worker's Prometheus endpoint (/metrics); none when absent. */
+  /** host:port for the worker's Prometheus endpoint (/metrics); none when absent. A bare port binds 127.0.0.1. */
   metricsBindAddress?: string;
+  /** host:port of the inspector web page (default 127.0.0.1:8234). */
+  inspectorBindAddress: string;
+  /** The Temporal Web UI, for links from the inspector. */
+  temporalUiUrl: string;
+  /** OTLP endpoint for traces; tracing is off without it. */
+  otlpEndpoint?: string;
+  /** Bearer token the codec endpoint requires (the Web UI forwards it); none: no token asked. */
+  codecAuthToken?: string;
+  /** Serve /encode too (the UI needs it only to send encoded input, e.g. a signal); off by default. */
+  codecEnableEncode: boolean;
+  /** Largest request body the codec endpoint reads. */
+  codecMaxBodyBytes: number;
   /** `id:base64key,...`: payloads in Temporal history are AES-GCM encrypted when set. */
   payloadEncryptionKeys?: string;
   codecServerPort: number;
@@ -140,7 +161,13 @@ export interface Config {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const leaseTtlMs = intFrom(env, 'COMPACTION_LEASE_TTL_MS', 60_000);
   return {
-    metricsBindAddress: env.METRICS_BIND_ADDRESS || undefined,
+    metricsBindAddress: bindAddress(env.METRICS_BIND_ADDRESS),
+    inspectorBindAddress: bindAddress(env.INSPECTOR_BIND_ADDRESS, '127.0.0.1:8234')!,
+    temporalUiUrl: (env.TEMPORAL_UI_URL || 'http://127.0.0.1:8233').replace(/\/+$/, ''),
+    otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
+    codecAuthToken: env.CODEC_AUTH_TOKEN || undefined,
+    codecEnableEncode: env.CODEC_ENABLE_ENCODE === 'true',
+    codecMaxBodyBytes: intFrom(env, 'CODEC_MAX_BODY_BYTES', 4 * 1024 * 1024),
     payloadEncryptionKeys: env.PAYLOAD_ENCRYPTION_KEYS || undefined,
     codecServerPort: intFrom(env, 'CODEC_SERVER_PORT', 8888),
     codecCorsOrigins: (env.CODEC_CORS_ORIGINS || 'http://127.0.0.1:8233,http://localhost:8233').split(',').map((o) => o.trim()),

@@ -58,3 +58,9 @@ export const USER_ERROR_TYPES = [
   'BackgroundCompactionRejectedError',
   'LineageClosedError',
 ] as const;
+
+export class CompactionNotFoundError extends SessionCompactionError {
+  constructor(public readonly compactionId: string) {
+    super(`compaction ${JSON.stringify(compactionId)} does not exist`);
+  }
+}

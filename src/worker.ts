@@ -3,12 +3,14 @@
  * Temporal and Postgres. `npm run worker` runs it alone; `npm run dev` runs it inside the
  * dev stack. Migrations run on start.
  */
+import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
 import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
-import { codecFromKeys } from './codec/aes-gcm-codec';
+import { encryptedDataConverter } from './codec/aes-gcm-codec';
 import { openDatabase, runMigrations, type DatabaseHandle } from './db/database';
+import { installTracingFromConfig, shutdownTracing, tracedSummariser, workerTracingPlugin } from './tracing';
 import { describeTemporalSecurity, nativeConnectionOptions } from './temporal-connection';
 
 export interface SessionWorkerOptions {
@@ -40,13 +42,16 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
   const database = options.database ?? openDatabase(config.databaseUrl);
   await runMigrations(database);
   const connection = options.connection ?? (await NativeConnection.connect(connectionOptions!));
-  const summariser =
+  const tracing = installTracingFromConfig(config);
+  const untraced =
     options.summariser ??
     createSummariser(config.llm, {
       stallTimeoutMs: config.compaction.stallTimeoutMs,
       requestTimeoutMs: config.compaction.requestTimeoutMs,
       streamTimeoutMs: config.compaction.attemptTimeoutMs,
     });
+  // With tracing on, the LLM call gets its own span under the activity's.
+  const summariser = tracing ? tracedSummariser(untraced) : untraced;
   say(`summariser: ${summariser.description}`);
 
   const activities = createCompactionActivities({
@@ -58,18 +63,23 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,
   });
-  const codec = codecFromKeys(config.payloadEncryptionKeys);
-  if (codec) say('payloads in Temporal history are encrypted (AES-256-GCM)');
-  const bundlePath = options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH;
+  const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
+  if (encrypted) say('payloads and failure messages in Temporal history are encrypted (AES-256-GCM)');
+  // The tracing plugin adds workflow interceptor modules, which must be bundled with the
+  // workflow code: with tracing on, the workflows are bundled here, not taken prebuilt.
+  const tracingPlugin = tracing ? workerTracingPlugin() : undefined;
+  if (tracingPlugin) say('tracing: spans exported (OpenTelemetry)');
+  const bundlePath = tracingPlugin ? undefined : (options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH);
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     activities,
-    ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}),
+    ...(encrypted ? { dataConverter: encrypted } : {}),
     ...config.worker,
     shutdownGraceTime: config.worker.shutdownGraceTimeMs,
-    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('./workflows') }),
+    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts') }),
+    ...(tracingPlugin ? { plugins: [tracingPlugin] } : {}),
     ...options.workerOptions,
   });
   return {
@@ -108,6 +118,7 @@ async function main(): Promise<void> {
   // SIGINT and SIGTERM make the worker stop polling and let in-flight summaries finish
   // (up to WORKER_SHUTDOWN_GRACE_MS); what does not finish is retried by another worker.
   await sessionWorker.run();
+  await shutdownTracing();
   console.log('worker stopped');
 }
 

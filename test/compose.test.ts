@@ -12,6 +12,8 @@ import { SEARCH_ATTRIBUTES } from '../src/workflows/search-attributes';
 const compose = parse(readFileSync(path.join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8')) as {
   services: Record<string, { image?: string; build?: unknown; environment?: Record<string, string>; ports?: string[]; command?: string[]; depends_on?: Record<string, unknown> | string[] }>;
 };
+/** A compose value with `${VAR:?message}` / `${VAR:-default}` replaced by a placeholder. */
+const interpolated = (value: string) => value.replace(/\$\{[A-Z_]+(?::[?-][^}]*)?\}/g, 'x');
 /** Every environment variable src/config.ts reads. */
 const configVariables = new Set([...readFileSync(path.join(PROJECT_ROOT, 'src/config.ts'), 'utf8').matchAll(/env(?:\.|, ')([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]));
 
@@ -39,8 +41,9 @@ describe('docker-compose.yml', () => {
     expect(env.TEMPORAL_TASK_QUEUE).toBe(defaults.temporal.taskQueue);
     expect(env.TEMPORAL_NAMESPACE).toBe(defaults.temporal.namespace);
     expect(env.TEMPORAL_ADDRESS).toBe('temporal:7233');
-    expect(new URL(env.DATABASE_URL).hostname).toBe('postgres');
-    expect(new URL(env.DATABASE_URL).pathname).toBe(`/${compose.services.postgres.environment!.POSTGRES_DB}`);
+    const databaseUrl = new URL(interpolated(env.DATABASE_URL));
+    expect(databaseUrl.hostname).toBe('postgres');
+    expect(databaseUrl.pathname).toBe(`/${compose.services.postgres.environment!.POSTGRES_DB}`);
   });
 
   it('creates the search attributes the workflows set', () => {
@@ -48,9 +51,26 @@ describe('docker-compose.yml', () => {
     for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) expect(setup).toContain(`--name ${name} --type ${type}`);
   });
 
-  it('exposes the Temporal frontend and the UI on their usual ports', () => {
-    expect(compose.services.temporal.ports).toContain('7233:7233');
-    expect(compose.services['temporal-ui'].ports).toContain('8080:8080');
+  it('exposes the Temporal frontend and the UI on their usual ports, on 127.0.0.1 only', () => {
+    expect(compose.services.temporal.ports).toEqual(['127.0.0.1:7233:7233']);
+    expect(compose.services['temporal-ui'].ports).toEqual(['127.0.0.1:8080:8080']);
+    for (const [name, service] of Object.entries(compose.services)) for (const port of service.ports ?? []) expect(port, name).toMatch(/^127\.0\.0\.1:/);
+  });
+
+  it('takes every credential from the environment, with no default password, and publishes no Postgres port', () => {
+    const credentials: Array<[string, string]> = [];
+    for (const [name, service] of Object.entries(compose.services)) {
+      for (const [key, value] of Object.entries(service.environment ?? {})) {
+        if (/PASSWORD|PWD|_USER$/.test(key)) credentials.push([`${name}.${key}`, value]);
+      }
+    }
+    expect(credentials.length).toBeGreaterThanOrEqual(6);
+    // Required (`:?`), never defaulted (`:-`), never a literal.
+    for (const [where, value] of credentials) expect(value, where).toMatch(/^\$\{[A-Z_]+:\?[^}]*\}$/);
+    const url = compose.services.worker.environment!.DATABASE_URL;
+    expect(url).toMatch(/^postgres:\/\/\$\{POSTGRES_USER:\?[^}]*\}:\$\{POSTGRES_PASSWORD:\?[^}]*\}@/);
+    expect(compose.services.postgres.ports).toBeUndefined();
+    expect(readFileSync(path.join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8')).not.toMatch(/:-postgres\}|PASSWORD: postgres|:postgres@/);
   });
 
   it('builds a worker image that runs the worker', () => {

@@ -4,6 +4,7 @@
  * independent client processes racing, and writers that bypass the workflow entirely.
  */
 import { sql } from 'drizzle-orm';
+import { Pool } from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SessionsClient } from '../src/client';
 import { childrenOf, conversation, uniqueId, useTestStack } from './support/stack';
@@ -88,6 +89,62 @@ describe('writers that bypass the workflow', () => {
     await expect(
       stack().db.db.execute(sql`insert into messages (session_id, seq, role, content, token_estimate) values (${root}, 1000, 'user', '"late"', 3)`),
     ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/has ended/) } });
+  });
+
+  it('a raw SQL writer racing compaction commits never lands a message in an ended session', async () => {
+    const root = await newSession();
+    const pool = new Pool({ connectionString: stack().env.DATABASE_URL, max: 4 });
+    const acked: Array<{ id: number; sessionId: string; seq: number }> = [];
+    let refused = 0;
+    let writing = true;
+    // Writers that bypass the client: read the head, insert after its last row, no lineage lock.
+    const writer = async (w: number) => {
+      for (let n = 0; writing; n++) {
+        const { rows } = await pool.query<{ head: string }>('select head_session_id as head from lineages where id = $1', [root]);
+        try {
+          const inserted = await pool.query<{ id: string; seq: number }>(
+            `insert into messages (session_id, seq, role, content, token_estimate)
+             select $1, coalesce(max(seq), 0) + 1, 'user', to_jsonb($2::text), 30 from messages where session_id = $1
+             returning id, seq`,
+            [rows[0].head, `raw writer ${w} message ${n}: ${'filler '.repeat(15)}`],
+          );
+          acked.push({ id: Number(inserted.rows[0].id), sessionId: rows[0].head, seq: inserted.rows[0].seq });
+        } catch (error) {
+          const message = (error as Error).message;
+          if (/has ended/.test(message)) refused++;
+          else if (!/duplicate key/.test(message)) throw error;
+        }
+      }
+    };
+    const writers = [0, 1, 2, 3].map(writer);
+    try {
+      let head = root;
+      for (let i = 0; i < 8; i++) {
+        const result = await stack().client.compact(head);
+        expect(result.outcome).toBe('compacted');
+        head = result.sessionId;
+      }
+    } finally {
+      writing = false;
+      await Promise.all(writers);
+    }
+    expect(acked.length).toBeGreaterThan(50);
+    // Every acknowledged raw row is in a live session, or in the snapshot its compaction read
+    // (at or below the watermark), or carried into the child: none stranded in an ended session.
+    const stranded = (
+      await pool.query(
+        `select m.id from messages m join sessions s on s.id = m.session_id
+         where m.id = any($1::bigint[]) and s.ended_at is not null
+           and not exists (select 1 from compactions c where c.parent_session_id = m.session_id and c.outcome = 'compacted' and m.seq <= c.watermark_seq)
+           and not exists (select 1 from messages copy where copy.origin_message_id = m.id)`,
+        [acked.map((a) => a.id)],
+      )
+    ).rows;
+    await pool.end();
+    expect(stranded).toEqual([]);
+    expect((await stack().client.audit()).writesAfterEnd).toBe(0);
+    // The race was exercised: some writes met a session that had just ended.
+    expect(refused).toBeGreaterThan(0);
   });
 
   it('an append addressed to the rotated parent lands in the head', async () => {

@@ -8,8 +8,11 @@ import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { auditRows } from '../src/db/session-store';
 import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
+import { startFakeLlm } from './support/fake-llm';
+import { startTcpProxy } from './support/tcp-proxy';
 
-const TTL_MS = 1000;
+/** No lease shorter than 3 s: a loaded 2-core machine must not expire a healthy one. */
+const TTL_MS = 3000;
 let stack: TestStack | undefined;
 
 afterEach(async () => {
@@ -33,7 +36,7 @@ describe('the summariser lease', () => {
   it('a summary that streams for several TTLs keeps its lease and completes in one attempt', async () => {
     stack = await startTestStack({ env: { COMPACTION_LEASE_TTL_MS: String(TTL_MS) } });
     const root = await newSession(stack);
-    stack.llm.script({ chunks: 20, chunkDelayMs: 250 }); // about 5 TTLs
+    stack.llm.script({ chunks: 20, chunkDelayMs: 750 }); // about 5 TTLs
     const started = Date.now();
     const result = await stack.client.compact(root);
     expect(Date.now() - started).toBeGreaterThan(4 * TTL_MS);
@@ -79,7 +82,7 @@ describe('the summariser lease', () => {
     });
     const s = stack;
     const root = await newSession(s);
-    s.llm.script({ delayMs: 4 * TTL_MS, text: 'Late summary from the lost attempt.' }, { text: 'Summary from the retry.' });
+    s.llm.script({ delayMs: 2 * TTL_MS, text: 'Late summary from the lost attempt.' }, { text: 'Summary from the retry.' });
     const result = await s.client.compact(root);
     expect(result.outcome).toBe('compacted');
     expect(result.messages.some((m) => typeof m.content === 'string' && m.content.includes('Summary from the retry.'))).toBe(true);
@@ -92,5 +95,49 @@ describe('the summariser lease', () => {
     expect(transcript.messages.map(({ seq: _s, ...m }) => m)).toEqual(result.messages);
     expect(JSON.stringify(transcript.messages)).not.toContain('Late summary');
     expect(await s.client.audit()).toMatchObject({ forks: 0, orphans: 0 });
+  });
+
+  it('an attempt frozen before its first write past the TTL writes nothing when it wakes; callers get the retry\'s commit', async () => {
+    // A frozen worker may also hold a later attempt it had polled for: leave room for retries.
+    stack = await startTestStack({ env: { COMPACTION_LEASE_TTL_MS: String(TTL_MS) }, noWorker: true, settings: { maxAttempts: 10 } });
+    const s = stack;
+    // Worker A reaches Postgres through a proxy the test can pause (A stalls at its first
+    // write) and has an LLM of its own, so anything it summarises is seen.
+    const database = new URL(s.env.DATABASE_URL);
+    const proxy = await startTcpProxy({ host: database.hostname, port: Number(database.port) });
+    const llmOfA = await startFakeLlm();
+    try {
+      database.port = String(proxy.port);
+      const frozen = await s.spawnWorkerProcess({ DATABASE_URL: database.toString(), OPENAI_BASE_URL: llmOfA.baseURL });
+      const root = await newSession(s);
+      proxy.pause();
+      s.llm.setDefault({ chunks: 8, chunkDelayMs: TTL_MS / 4 }); // the retry is still summarising (streaming) when A wakes
+      const pending = s.client.compact(root);
+      const deadline = Date.now() + 30_000;
+      while (proxy.held() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(proxy.held()).toBeGreaterThan(0); // A's first statements are held: the fault landed
+      frozen.kill('SIGSTOP');
+      await s.startWorker(); // a later attempt, once A's lease expires
+      await s.llm.waitForRequests(1, 60_000);
+      frozen.kill('SIGCONT');
+      proxy.resume();
+
+      const result = await pending;
+      expect(result).toMatchObject({ outcome: 'compacted', sessionId: `${root}--g1` });
+      const woke = Date.now() + 30_000;
+      while (!frozen.output().includes('attempt superseded before its first write') && Date.now() < woke) await new Promise((r) => setTimeout(r, 50));
+      expect(frozen.output()).toContain('attempt superseded before its first write');
+      // A's frozen attempt wrote nothing: no summary was asked of A's LLM by any attempt that lost.
+      expect(frozen.output()).toMatch(/attempt superseded before its first write[^]*?attempt: 1,/);
+      expect(llmOfA.requests).toHaveLength(0);
+      expect(await childCount(s, root)).toBe(1);
+      const [row] = await auditRows(s.db.db, root);
+      expect(row).toMatchObject({ outcome: 'compacted', childSessionId: `${root}--g1` });
+      expect(row.attempts).toBeGreaterThanOrEqual(2);
+      expect((await s.client.audit()).lostMessages).toBe(0);
+    } finally {
+      await proxy.close();
+      await llmOfA.close();
+    }
   });
 });

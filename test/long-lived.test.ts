@@ -4,6 +4,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { CompactionCount } from '../src/workflows/search-attributes';
 import { SessionsClient } from '../src/client';
 import { lineageWorkflowId } from '../src/workflows/contract';
 import { conversation, uniqueId, useTestStack } from './support/stack';
@@ -82,6 +83,17 @@ describe('idle lineages', () => {
       expect((await runsOf(root)).map((r) => r.status).sort()).toEqual(['COMPLETED', 'RUNNING']);
       // A caller still holding the old head is stale in the new run too.
       expect(await client.compact(root)).toMatchObject({ outcome: 'stale', sessionId: second.sessionId });
+      // The count survives the restart: it is the lineage's generation, not a counter of the run.
+      expect(await client.state(root)).toMatchObject({ generation: 2, compactions: 2 });
+      const handle = await client.workflowHandle(root);
+      const deadlineSa = Date.now() + 10_000;
+      let count: unknown;
+      while (Date.now() < deadlineSa) {
+        count = (await handle.describe()).typedSearchAttributes.get(CompactionCount);
+        if (count === 2) break;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(count).toBe(2);
     } finally {
       await client.close();
     }

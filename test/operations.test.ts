@@ -134,6 +134,19 @@ describe('payload encryption', () => {
       expect(Buffer.from(reencrypted.metadata!['encryption-key-id']!).toString()).toBe('k2');
       await expect(new AesGcmPayloadCodec(parseEncryptionKeys(key('k2'))).decode([payload])).rejects.toThrow(/key "k1"/);
 
+      // Failures too: an LLM error body and the abort reason are encrypted, not plain text.
+      const failing = uniqueId('enc');
+      await stack!.client.createSession({ sessionId: failing });
+      await stack!.client.append(failing, conversation(12));
+      stack!.llm.script({ status: 400, errorMessage: 'PLAINTEXT-LLM-ERROR-9052' });
+      const aborted = await stack!.client.compact(failing);
+      expect(aborted).toMatchObject({ outcome: 'aborted', reason: expect.stringContaining('PLAINTEXT-LLM-ERROR-9052') });
+      const failedJson = historyToJSON(await raw.workflow.getHandle(lineageWorkflowId(failing)).fetchHistory());
+      expect(failedJson).toContain('activityTaskFailedEventAttributes'); // the failure is in history...
+      expect(failedJson).not.toContain('PLAINTEXT-LLM-ERROR-9052'); // ...but not readable
+      expect(failedJson).not.toContain('scripted failure');
+      expect(failedJson).not.toContain('LLM endpoint answered');
+
       // The codec endpoint the Web UI uses.
       const server = createCodecServer(rotated, { corsOrigins: ['http://127.0.0.1:8233'] });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -28,6 +28,7 @@ import {
   type SettledJob,
   sessionMessages,
 } from '../db/session-store';
+import { withSpan } from '../tracing';
 import type { CompactionMode } from '../workflows/contract';
 import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
 
@@ -95,14 +96,20 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       heartbeat(progress);
     };
     beat(); // before any I/O: the lease starts with the attempt
+    const attempt = Context.current().info.attempt;
     // Three independent reads at once: the audit row, the lineage's head, the snapshot.
     const [record, lineage, rows] = await Promise.all([
-      beginJob(db, input, deps.summariser.model),
+      beginJob(db, input, deps.summariser.model, attempt),
       lineageOf(db, input.lineageId),
       sessionMessages(db, input.parentSessionId),
     ]);
     if (record.outcome === 'compacted') {
       return { outcome: 'compacted', headSessionId: record.childSessionId!, generation: record.generation, previousSessionId: record.parentSessionId, messagesAfter: record.messagesAfter ?? undefined };
+    }
+    if (record.attempts > attempt) {
+      // A later attempt started while this one stalled (its lease expired): it owns the job.
+      log.warn('attempt superseded before its first write; it writes nothing', { jobId: input.jobId, attempt, latest: record.attempts });
+      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: `attempt ${attempt} was superseded by attempt ${record.attempts}` };
     }
     if (record.outcome === 'refused' || record.outcome === 'stale') {
       // An earlier attempt decided this job and its answer was lost: give the same answer.
@@ -110,7 +117,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     }
     if (lineage.headSessionId !== input.parentSessionId || lineage.generation !== input.generation) {
       const reason = `the head is ${lineage.headSessionId} (generation ${lineage.generation}); adopting it instead of compacting again`;
-      await finishJob(db, input, record.attempts, 'stale', { reason }, policy);
+      await finishJob(db, input, attempt, 'stale', { reason }, policy);
       return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason };
     }
 
@@ -120,7 +127,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     const tokensBefore = tokens.reduce((a, b) => a + b, 0);
     const messagesBefore = snapshot.length;
     const refuse = async (reason: string, fields: { gate?: string; gateResults?: Record<string, string>; tokensAfter?: number; promptTokens?: number; completionTokens?: number } = {}): Promise<CompactSessionResult> => {
-      await finishJob(db, input, record.attempts, 'refused', { reason, messagesBefore, tokensBefore, ...fields }, policy);
+      await finishJob(db, input, attempt, 'refused', { reason, messagesBefore, tokensBefore, ...fields }, policy);
       if (fields.gate) {
         Context.current()
           .metricMeter.createCounter('session_compaction_gate_refusals', 'jobs', 'Compactions a gate refused, by gate')
@@ -189,9 +196,9 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     };
 
     beat({ phase: 'committing', chunks: summary.chunks });
-    const committed = await commitCompaction(db, {
+    const committed = await withSpan('db.commit', { 'compaction.job_id': input.jobId, 'compaction.mode': input.mode }, () => commitCompaction(db, {
       job: input,
-      attempt: record.attempts,
+      attempt,
       mode: input.mode,
       watermarkSeq,
       compacted,
@@ -199,12 +206,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       verify,
       stats: { tokensBefore, messagesBefore, ...usage },
       policy,
-    });
+    }));
     if (committed.outcome === 'refused') {
       return refuse(committed.reason, { gate: committed.gate, gateResults: committed.gateResults, tokensAfter: committed.tokensAfter, ...usage });
     }
     if (committed.outcome === 'stale') {
-      await finishJob(db, input, record.attempts, 'stale', { reason: committed.reason }, policy);
+      await finishJob(db, input, attempt, 'stale', { reason: committed.reason }, policy);
       return { outcome: 'stale', headSessionId: committed.headSessionId, generation: committed.generation, reason: committed.reason };
     }
     beat({ phase: 'committed', chunks: summary.chunks, alreadyCommitted: committed.alreadyCommitted });

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
 import { SessionCompactionError } from '../errors';
 import { runDoctor } from './doctor';
+import { formatProgress } from './progress';
 import { SessionsClient } from './sessions-client';
 
 const USAGE = `usage: sessions <command> [options]
@@ -20,7 +21,11 @@ commands:
   lineage <sessionId>                            root to head
   state <sessionId>                              the workflow's state query
   close <sessionId>                              finish the queue, close the lineage
-  audit                                          forks, orphans, lost and duplicated messages, whole database
+  list [--source S] [--search T] [--status live|closed] [--outcome O] [--after ID] [--limit N]
+                                                 lineages, a page at a time
+  history <sessionId>                            each compaction of the lineage: outcome, reason, tokens, attempts, duration
+  audit [sessionId]                              forks, orphans, lost and duplicated messages: whole database, or one lineage
+  (transcript, lineage, list, history and audit read only Postgres: they work while Temporal is down)
   doctor                                         check Temporal, Postgres, search attributes, worker, LLM
 
 every command takes --json`;
@@ -39,6 +44,11 @@ const OPTIONS = {
   'request-id': { type: 'string' },
   background: { type: 'boolean' },
   all: { type: 'boolean' },
+  search: { type: 'string' },
+  status: { type: 'string' },
+  outcome: { type: 'string' },
+  after: { type: 'string' },
+  limit: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -58,7 +68,48 @@ function parseJson(text: string, what: string): unknown {
 
 type Printer = (value: unknown, human: () => string) => void;
 
-async function run(client: SessionsClient, command: string, positionals: string[], values: Record<string, string | boolean | undefined>, print: Printer) {
+/** Where `compact` draws its progress line: only a terminal, and never with --json. */
+export interface ProgressSink {
+  write(line: string): void;
+  clear(): void;
+}
+
+const PROGRESS_POLL_MS = 500;
+
+function terminalProgress(stream: NodeJS.WriteStream): ProgressSink {
+  return {
+    write: (line) => stream.write(`\r\x1b[2K${line}`),
+    clear: () => stream.write('\r\x1b[2K'),
+  };
+}
+
+/** Runs `work`, showing the compaction's progress on `sink` every half second until it settles. */
+async function withProgress<T>(client: SessionsClient, sessionId: string, sink: ProgressSink | undefined, work: Promise<T>): Promise<T> {
+  if (!sink) return work;
+  let done = false;
+  const settled = work.finally(() => {
+    done = true;
+  });
+  const poll = (async () => {
+    while (!done) {
+      await Promise.race([settled.catch(() => undefined), new Promise((r) => setTimeout(r, PROGRESS_POLL_MS))]);
+      if (done) break;
+      // Progress is best effort: a failed read never fails the compaction.
+      const progress = await client.progress(sessionId).catch(() => undefined);
+      if (!done) sink.write(`compacting ${sessionId}: ${formatProgress(progress)}`);
+    }
+  })();
+  try {
+    return await settled;
+  } finally {
+    await poll;
+    sink.clear();
+  }
+}
+
+const fmtMs = (ms: number | null) => (ms === null ? '-' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
+
+async function run(client: SessionsClient, command: string, positionals: string[], values: Record<string, string | boolean | undefined>, print: Printer, progressSink?: ProgressSink) {
   const sessionId = () => {
     if (!positionals[0]) throw new UsageError(`${command} needs a session id`);
     return positionals[0];
@@ -86,12 +137,17 @@ async function run(client: SessionsClient, command: string, positionals: string[
       return print(appended, () => `appended ${appended.count} message(s) to ${appended.sessionId} (seq ${appended.firstSeq}-${appended.lastSeq})`);
     }
     case 'compact': {
-      const result = await client.compact(sessionId(), {
-        focusTopic: values.focus as string | undefined,
-        force: values.force as boolean | undefined,
-        requestId: values['request-id'] as string | undefined,
-        background: values.background as boolean | undefined,
-      });
+      const result = await withProgress(
+        client,
+        sessionId(),
+        progressSink,
+        client.compact(sessionId(), {
+          focusTopic: values.focus as string | undefined,
+          force: values.force as boolean | undefined,
+          requestId: values['request-id'] as string | undefined,
+          background: values.background as boolean | undefined,
+        }),
+      );
       const { requestId: _r, generation: _g, ...shape } = result;
       return print(shape, () =>
         [
@@ -122,8 +178,64 @@ async function run(client: SessionsClient, command: string, positionals: string[
       await client.closeSession(sessionId());
       return print({ closed: sessionId() }, () => `closed the lineage of ${sessionId()}`);
     }
+    case 'list': {
+      const limit = values.limit === undefined ? undefined : Number(values.limit);
+      const page = await client.listLineages({
+        source: values.source as string | undefined,
+        search: values.search as string | undefined,
+        status: values.status as 'live' | 'closed' | undefined,
+        lastOutcome: values.outcome as 'compacted' | undefined,
+        after: values.after as string | undefined,
+        limit,
+      });
+      return print(page, () =>
+        [
+          ...page.lineages.map(
+            (l) => `${l.lineageId}  head ${l.headSessionId}  ${l.source ?? '-'}  ${l.closed ? 'closed' : 'live'}  ${l.generation} compaction(s)  last ${l.lastOutcome ?? '-'}`,
+          ),
+          page.lineages.length === 0 ? 'no lineages' : '',
+          page.next ? `more: --after ${page.next}` : '',
+        ]
+          .filter(Boolean)
+          .join('\n'),
+      );
+    }
+    case 'history': {
+      const detail = await client.history(sessionId());
+      const compactions = detail.compactions.map((c) => ({
+        id: c.id,
+        parentSessionId: c.parentSessionId,
+        childSessionId: c.childSessionId,
+        trigger: c.trigger,
+        requestIds: c.requestIds,
+        outcome: c.outcome,
+        reason: c.reason,
+        model: c.model,
+        tokensBefore: c.tokensBefore,
+        tokensAfter: c.tokensAfter,
+        messagesBefore: c.messagesBefore,
+        messagesAfter: c.messagesAfter,
+        attempts: c.attempts,
+        startedAt: c.startedAt,
+        durationMs: c.durationMs,
+        ...(c.gate !== undefined ? { gate: c.gate } : {}),
+        ...(c.gateResults !== undefined ? { gateResults: c.gateResults } : {}),
+      }));
+      return print({ lineageId: detail.lineage.lineageId, headSessionId: detail.lineage.headSessionId, compactions }, () =>
+        [
+          `lineage ${detail.lineage.lineageId}, head ${detail.lineage.headSessionId}`,
+          ...compactions.map(
+            (c) =>
+              `${c.startedAt}  ${c.outcome.padEnd(9)} ${c.parentSessionId}${c.childSessionId && c.childSessionId !== c.parentSessionId ? ` -> ${c.childSessionId}` : ''}  tokens ${c.tokensBefore ?? '-'} -> ${c.tokensAfter ?? '-'}  attempts ${c.attempts}  ${fmtMs(c.durationMs)}  ${c.trigger}${c.reason ? `  reason: ${c.reason}` : ''}`,
+          ),
+          compactions.length === 0 ? 'no compactions yet' : '',
+        ]
+          .filter(Boolean)
+          .join('\n'),
+      );
+    }
     case 'audit': {
-      const report = await client.audit();
+      const report = positionals[0] ? await client.auditLineage(positionals[0]) : await client.audit();
       const { details: _details, ...counts } = report;
       return print(report, () => Object.entries(counts).map(([k, v]) => `${k}: ${v}`).join('\n'));
     }
@@ -132,7 +244,13 @@ async function run(client: SessionsClient, command: string, positionals: string[
   }
 }
 
-export async function main(argv: string[], out: (text: string) => void = (t) => process.stdout.write(`${t}\n`), err: (text: string) => void = (t) => process.stderr.write(`${t}\n`)): Promise<number> {
+export async function main(
+  argv: string[],
+  out: (text: string) => void = (t) => process.stdout.write(`${t}\n`),
+  err: (text: string) => void = (t) => process.stderr.write(`${t}\n`),
+  // The progress line goes to stderr, and only when the command runs in a terminal.
+  progressSink: ProgressSink | undefined = process.stdout.isTTY && process.stderr.isTTY ? terminalProgress(process.stderr) : undefined,
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -156,9 +274,9 @@ export async function main(argv: string[], out: (text: string) => void = (t) => 
   }
   let client: SessionsClient | undefined;
   try {
-    if (command !== 'create' && !['append', 'compact', 'transcript', 'lineage', 'state', 'close', 'audit'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    if (command !== 'create' && !['append', 'compact', 'transcript', 'lineage', 'state', 'close', 'audit', 'list', 'history'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     client = await SessionsClient.connect();
-    await run(client, command, rest, values, print);
+    await run(client, command, rest, values, print, json ? undefined : progressSink);
     return 0;
   } catch (error) {
     const userError = error instanceof SessionCompactionError || error instanceof UsageError;

@@ -14,8 +14,13 @@ import {
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
+import { optionalTsToDate } from '@temporalio/common/lib/time';
+import * as queries from '../db/lineage-queries';
+import { type CompactionProgress, progressFromPendingActivity } from './progress';
+import { clientTracingInterceptors, installTracingFromConfig } from '../tracing';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
-import { codecFromKeys } from '../codec/aes-gcm-codec';
+import { encryptedDataConverter } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
 import { clientConnectionOptions } from '../temporal-connection';
 import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
@@ -89,6 +94,11 @@ export interface CompactOptions {
   force?: boolean;
   requestId?: string;
   background?: boolean;
+}
+
+/** The state query's answer, with the progress of the compaction in flight (from its heartbeats). */
+export interface LineageStateWithProgress extends LineageState {
+  progress?: CompactionProgress;
 }
 
 export interface CompactOutcome extends CompactResult {
@@ -176,9 +186,11 @@ export class SessionsClient {
     const retry = defaultGrpcRetryOptions();
     // The server refuses an 11th concurrent Update on one workflow with RESOURCE_EXHAUSTED.
     // compact() handles that itself (see below), at once rather than after gRPC backoff.
+    // Lazy: the connection is made on the first call to Temporal, so the commands that read
+    // only Postgres (transcript, lineage, list, history, audit) work while Temporal is down.
     const connection =
       options.connection ??
-      (await Connection.connect({
+      (Connection.lazy({
         ...clientConnectionOptions(config.temporal),
         interceptors: [
           makeGrpcRetryInterceptor({
@@ -189,8 +201,15 @@ export class SessionsClient {
         ],
       }));
     const database = options.database ?? openDatabase(config.databaseUrl);
-    const codec = codecFromKeys(config.payloadEncryptionKeys);
-    const temporal = new Client({ connection, namespace: config.temporal.namespace, ...(codec ? { dataConverter: { payloadCodecs: [codec] } } : {}) });
+    const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
+    installTracingFromConfig(config);
+    const tracing = clientTracingInterceptors();
+    const temporal = new Client({
+      connection,
+      namespace: config.temporal.namespace,
+      ...(encrypted ? { dataConverter: encrypted } : {}),
+      ...(tracing ? { interceptors: { workflow: tracing } } : {}),
+    });
     // Every setting is fixed in the lineage's start input, so a later change of a default
     // cannot change how an open lineage's history replays.
     const settings: LineageSettings = {
@@ -402,9 +421,78 @@ export class SessionsClient {
     return this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId)).query(requestResultQuery, requestId);
   }
 
-  async state(sessionId: string): Promise<LineageState> {
+  /** The workflow's state query, plus `progress` of the compaction in flight (from its heartbeats). */
+  async state(sessionId: string): Promise<LineageStateWithProgress> {
     const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
-    return this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId)).query(stateQuery);
+    const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
+    const [state, progress] = await Promise.all([handle.query(stateQuery), this.progressOfWorkflow(lineage.lineageId)]);
+    return progress ? { ...state, progress } : state;
+  }
+
+  /**
+   * The progress of the lineage's running compaction, or undefined when none runs. Read from
+   * the workflow's description: the pending compactSession activity's last heartbeat details,
+   * decoded with this client's data converter (so encrypted details decode too).
+   */
+  async progress(sessionId: string): Promise<CompactionProgress | undefined> {
+    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
+    return this.progressOfWorkflow(lineage.lineageId);
+  }
+
+  private async progressOfWorkflow(lineageId: string): Promise<CompactionProgress | undefined> {
+    const { raw } = await this.temporal.workflow.getHandle(lineageWorkflowId(lineageId)).describe();
+    const converter = this.temporal.options.loadedDataConverter;
+    for (const activity of raw.pendingActivities ?? []) {
+      let details: unknown;
+      try {
+        details = activity.heartbeatDetails?.payloads?.length ? await decodeFromPayloadsAtIndex(converter, 0, activity.heartbeatDetails.payloads) : undefined;
+      } catch {
+        details = undefined; // Undecodable (a key this client lacks): show the phase as unknown.
+      }
+      const progress = progressFromPendingActivity(
+        {
+          activityId: activity.activityId,
+          activityType: activity.activityType?.name,
+          details,
+          attempt: activity.attempt,
+          maximumAttempts: activity.maximumAttempts,
+          lastStartedTime: optionalTsToDate(activity.lastStartedTime),
+          lastHeartbeatTime: optionalTsToDate(activity.lastHeartbeatTime),
+          lastFailure: activity.lastFailure?.message,
+        },
+        Date.now(),
+      );
+      if (progress) return progress;
+    }
+    return undefined;
+  }
+
+  /** Lineages, a page at a time (Postgres only). */
+  async listLineages(options: queries.ListLineagesOptions = {}): Promise<queries.LineagePage> {
+    return readWithRetry(() => queries.listLineages(this.database.db, options));
+  }
+
+  /** The lineage of a session with every compaction, oldest first (Postgres only). */
+  async history(sessionId: string): Promise<queries.LineageDetail> {
+    checkSessionId(sessionId);
+    return readWithRetry(() => queries.lineageDetail(this.database.db, sessionId));
+  }
+
+  /** One compaction with the parent transcript and what it produced (Postgres only). */
+  async compaction(compactionId: string): Promise<queries.CompactionDetail> {
+    if (typeof compactionId !== 'string' || compactionId.length === 0 || compactionId.length > 300) throw new InvalidInputError('compactionId', 'must be a string of 1 to 300 characters');
+    return readWithRetry(() => queries.compactionDetail(this.database.db, compactionId));
+  }
+
+  /** The namespace and workflow id of a lineage, for links to the Temporal Web UI. */
+  workflowLocation(lineageId: string): { namespace: string; workflowId: string } {
+    return { namespace: this.config.temporal.namespace, workflowId: lineageWorkflowId(lineageId) };
+  }
+
+  /** The integrity audit of one lineage (Postgres only). */
+  async auditLineage(sessionId: string): Promise<store.AuditReport & { lineageId: string }> {
+    checkSessionId(sessionId);
+    return queries.auditLineage(this.database.db, sessionId);
   }
 
   async transcript(sessionId: string, options: { includeArchived?: boolean } = {}) {

@@ -5,6 +5,7 @@
  * configured key decrypts, so keys can be rotated without losing old histories.
  * Search attributes and UI summaries are not payloads and stay readable by design.
  */
+import path from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { type Payload, type PayloadCodec, ValueError } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
@@ -36,6 +37,12 @@ export function parseEncryptionKeys(spec: string): EncryptionKey[] {
       return { id, key };
     });
   if (keys.length === 0) throw new Error('PAYLOAD_ENCRYPTION_KEYS holds no key');
+  const seen = new Set<string>();
+  for (const { id } of keys) {
+    // Two keys under one id: a payload's key id would not say which key encrypted it.
+    if (seen.has(id)) throw new Error(`PAYLOAD_ENCRYPTION_KEYS has the key id ${JSON.stringify(id)} twice; every key needs its own id`);
+    seen.add(id);
+  }
   return keys;
 }
 
@@ -48,6 +55,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   constructor(private readonly keys: EncryptionKey[]) {
     if (keys.length === 0) throw new Error('AesGcmPayloadCodec needs at least one key');
     this.byId = new Map(keys.map((k) => [k.id, k.key]));
+    if (this.byId.size !== keys.length) throw new Error('AesGcmPayloadCodec: every key needs its own id');
   }
 
   async encode(payloads: Payload[]): Promise<Payload[]> {
@@ -79,4 +87,13 @@ export class AesGcmPayloadCodec implements PayloadCodec {
 /** The codec for a config's keys, or undefined when encryption is off. */
 export function codecFromKeys(spec: string | undefined): AesGcmPayloadCodec | undefined {
   return spec ? new AesGcmPayloadCodec(parseEncryptionKeys(spec)) : undefined;
+}
+
+/**
+ * The data converter of a worker or client when payloads are encrypted: the codec, and the
+ * failure converter that moves failure messages into encrypted attributes. Undefined without keys.
+ */
+export function encryptedDataConverter(spec: string | undefined): { payloadCodecs: AesGcmPayloadCodec[]; failureConverterPath: string } | undefined {
+  const codec = codecFromKeys(spec);
+  return codec ? { payloadCodecs: [codec], failureConverterPath: path.join(__dirname, 'failure-converter.js') } : undefined;
 }

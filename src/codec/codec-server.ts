@@ -7,7 +7,8 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { loadConfig } from '../config';
+import { timingSafeEqual } from 'node:crypto';
+import { type Config, loadConfig } from '../config';
 import { codecFromKeys } from './aes-gcm-codec';
 
 interface JsonPayload {
@@ -24,11 +25,43 @@ const toJson = (p: Payload): JsonPayload => ({
   data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
 });
 
-export function createCodecServer(codec: PayloadCodec, options: { corsOrigins: string[] }): http.Server {
+export interface CodecServerOptions {
+  /** Web UI origins allowed to call (CORS); a request from any other origin is refused. */
+  corsOrigins: string[];
+  /** When set, every POST must carry `authorization: Bearer <token>` (the Web UI forwards it). */
+  authToken?: string;
+  /** Serve /encode too; off by default (reading history needs only /decode). */
+  enableEncode?: boolean;
+  /** Largest request body read; a larger one is refused with 413. */
+  maxBodyBytes?: number;
+}
+
+const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+class BodyTooLarge extends Error {}
+
+function tokenMatches(header: string | undefined, token: string): boolean {
+  const match = /^Bearer (.+)$/i.exec(header ?? '');
+  if (!match) return false;
+  const given = Buffer.from(match[1]);
+  const expected = Buffer.from(token);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+export function createCodecServer(codec: PayloadCodec, options: CodecServerOptions): http.Server {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const refuse = (res: http.ServerResponse, status: number, text: string) => res.writeHead(status, { 'content-type': 'text/plain' }).end(`${text}\n`);
   return http.createServer(async (req, res) => {
     const origin = req.headers.origin;
-    if (origin && options.corsOrigins.includes(origin)) {
+    // A browser sends Origin on cross-origin calls: only the configured Web UI may call.
+    // Tools without a browser (temporal --codec-endpoint) send none and are let through.
+    if (origin !== undefined && !options.corsOrigins.includes(origin)) {
+      refuse(res, 403, `origin ${origin} is not allowed (CODEC_CORS_ORIGINS)`);
+      return;
+    }
+    if (origin) {
       res.setHeader('access-control-allow-origin', origin);
+      res.setHeader('vary', 'origin');
       res.setHeader('access-control-allow-methods', 'POST, OPTIONS');
       res.setHeader('access-control-allow-headers', 'content-type, x-namespace, authorization');
       res.setHeader('access-control-allow-credentials', 'true');
@@ -38,31 +71,58 @@ export function createCodecServer(codec: PayloadCodec, options: { corsOrigins: s
       return;
     }
     const route = req.url?.split('?')[0];
-    if (req.method !== 'POST' || (route !== '/decode' && route !== '/encode')) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('POST /decode or /encode\n');
+    const routes = options.enableEncode ? ['/decode', '/encode'] : ['/decode'];
+    if (req.method !== 'POST' || !route || !routes.includes(route)) {
+      refuse(res, 404, `POST ${routes.join(' or ')}`);
+      return;
+    }
+    if (options.authToken && !tokenMatches(req.headers.authorization, options.authToken)) {
+      res.setHeader('www-authenticate', 'Bearer');
+      refuse(res, 401, 'a valid bearer token is required (CODEC_AUTH_TOKEN)');
+      return;
+    }
+    if (Number(req.headers['content-length'] ?? 0) > maxBodyBytes) {
+      refuse(res, 413, `the body is larger than ${maxBodyBytes} bytes (CODEC_MAX_BODY_BYTES)`);
+      req.resume();
       return;
     }
     try {
       const chunks: Buffer[] = [];
-      for await (const chunk of req) chunks.push(chunk as Buffer);
+      let size = 0;
+      for await (const chunk of req) {
+        size += (chunk as Buffer).length;
+        if (size > maxBodyBytes) throw new BodyTooLarge(`the body is larger than ${maxBodyBytes} bytes (CODEC_MAX_BODY_BYTES)`);
+        chunks.push(chunk as Buffer);
+      }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { payloads?: JsonPayload[] };
       const payloads = (body.payloads ?? []).map(fromJson);
       const out = route === '/decode' ? await codec.decode(payloads) : await codec.encode(payloads);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ payloads: out.map(toJson) }));
     } catch (error) {
-      res.writeHead(400, { 'content-type': 'text/plain' }).end(`${(error as Error).message}\n`);
+      if (error instanceof BodyTooLarge) {
+        res.setHeader('connection', 'close');
+        refuse(res, 413, error.message);
+        req.resume();
+        return;
+      }
+      refuse(res, 400, (error as Error).message);
     }
   });
+}
+
+/** The codec server options from the configuration. */
+export function codecServerOptions(config: Config): CodecServerOptions {
+  return { corsOrigins: config.codecCorsOrigins, authToken: config.codecAuthToken, enableEncode: config.codecEnableEncode, maxBodyBytes: config.codecMaxBodyBytes };
 }
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const codec = codecFromKeys(config.payloadEncryptionKeys);
   if (!codec) throw new Error('PAYLOAD_ENCRYPTION_KEYS is not set: there is nothing to decode');
-  const server = createCodecServer(codec, { corsOrigins: config.codecCorsOrigins });
+  const server = createCodecServer(codec, codecServerOptions(config));
   server.listen(config.codecServerPort, '127.0.0.1', () => {
     const { port } = server.address() as AddressInfo;
-    console.log(`codec server on http://127.0.0.1:${port} (CORS: ${config.codecCorsOrigins.join(', ')})`);
+    console.log(`codec server on http://127.0.0.1:${port} (CORS: ${config.codecCorsOrigins.join(', ')}; bearer token ${config.codecAuthToken ? 'required' : 'not required'}; /encode ${config.codecEnableEncode ? 'on' : 'off'})`);
   });
 }
 

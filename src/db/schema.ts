@@ -148,7 +148,7 @@ export const compactions = pgTable(
 /**
  * Append keys: an append sent with a key is stored once per lineage; a resend with the same
  * key (a retry after a lost answer) gets the first answer and writes nothing. Written by the
- * session_append SQL function (migrations/0005_data_plane_functions.sql).
+ * session_append SQL function (migrations/0006_data_plane_functions.sql).
  */
 export const appendKeys = pgTable(
   'append_keys',

@@ -369,12 +369,17 @@ function jobRow(job: CompactionJob, model: string) {
   };
 }
 
-/** Opens (or, on a retried attempt, reopens) the audit row of a job. */
-export async function beginJob(db: Database, job: CompactionJob, model: string): Promise<JobRecord> {
+/**
+ * Opens (or, on a retried attempt, reopens) the audit row of a job. `attempt` is Temporal's
+ * attempt number of the activity: the row keeps the greatest one seen, and only that attempt
+ * may decide or commit the job (the fencing token). An attempt that finds a greater one
+ * recorded was superseded while it stalled, and must write nothing.
+ */
+export async function beginJob(db: Database, job: CompactionJob, model: string, attempt: number): Promise<JobRecord> {
   const [row] = await db
     .insert(compactions)
-    .values({ ...jobRow(job, model), outcome: 'running', attempts: 1 })
-    .onConflictDoUpdate({ target: compactions.id, set: { attempts: sql`${compactions.attempts} + 1` } })
+    .values({ ...jobRow(job, model), outcome: 'running', attempts: attempt })
+    .onConflictDoUpdate({ target: compactions.id, set: { attempts: sql`greatest(${compactions.attempts}, excluded.attempts)` } })
     .returning();
   return row;
 }
@@ -421,8 +426,8 @@ export interface JobFields {
 }
 
 /**
- * Decides a job that did not commit. Only the latest attempt may decide it (`attempt` is the
- * ticket from beginJob), and a job that committed stays committed. A refused job climbs the
+ * Decides a job that did not commit. Only the greatest attempt seen may decide it (see
+ * beginJob), and a job that committed stays committed. A refused job climbs the
  * auto-compaction cooldown ladder; a stale one only ends the pending auto request.
  */
 export async function finishJob(
@@ -466,7 +471,7 @@ export interface CompactedMessage {
 
 export interface CommitInput {
   job: CompactionJob;
-  /** The attempt ticket from beginJob; a superseded attempt may not commit. */
+  /** Temporal's attempt number (see beginJob): a superseded attempt may not commit. */
   attempt?: number;
   mode: CompactionMode;
   watermarkSeq: number;
@@ -531,6 +536,10 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       };
     }
 
+    // Lock the parent's row before reading what to carry: a writer that bypasses the lineage
+    // lock holds it FOR SHARE from its insert (the ended-session trigger) to its commit, so it
+    // either commits first and is carried, or waits and then finds the parent ended.
+    await tx.select({ id: sessions.id }).from(sessions).where(eq(sessions.id, job.parentSessionId)).for('update');
     const carried = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
     const tokensAfter = [...input.compacted, ...carried.map((r) => ({ tokens: r.tokenEstimate }))].reduce((sum, m) => sum + m.tokens, 0);
     const report = input.verify?.(carried.map((r) => ({ message: rowToMessage(r), tokens: r.tokenEstimate })));

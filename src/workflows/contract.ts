@@ -93,6 +93,7 @@ export interface LineageState {
   headSessionId: string;
   generation: number;
   mode: CompactionMode;
+  /** Committed compactions of the lineage: its generation. */
   compactions: number;
   queue: QueuedRequestView[];
   inFlight?: { jobId: string; sessionId: string; requestIds: string[] };
@@ -116,7 +117,8 @@ export interface CarriedState {
   queue: Array<Required<Pick<CompactRequest, 'requestId' | 'sessionId' | 'trigger'>> & Omit<CompactRequest, 'requestId' | 'sessionId' | 'trigger'>>;
   answered: CompactResult[];
   jobCounter: number;
-  compactions: number;
+  /** Carried by runs before the count came from the generation; read by nobody now. */
+  compactions?: number;
 }
 
 export const compactUpdate = defineUpdate<CompactResult, [CompactRequest]>('compact');

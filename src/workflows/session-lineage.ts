@@ -73,8 +73,9 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
   let queue: QueuedRequest[] = [...(input.carried?.queue ?? [])];
   const results = new Map<string, CompactResult>((input.carried?.answered ?? []).map((r) => [r.requestId, r]));
   let jobCounter = input.carried?.jobCounter ?? 0;
-  let compactions = input.carried?.compactions ?? 0;
-  let compactionsThisRun = 0;
+  // Committed compactions are the lineage's generation (Postgres' count): it survives an idle
+  // completion, where a counter of this workflow's own would restart at 0.
+  let commitsThisRun = 0;
   let inFlight: Job | undefined;
   let lastOutcome: CompactionOutcome | undefined;
   let lastReason: string | undefined;
@@ -162,7 +163,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
       headSessionId: head,
       generation,
       mode,
-      compactions,
+      compactions: generation,
       queue: queue.map(({ requestId, sessionId, trigger }) => ({ requestId, sessionId, trigger })),
       inFlight: inFlight && { jobId: inFlight.jobId, sessionId: inFlight.sessionId, requestIds: inFlight.requests.map((r) => r.requestId) },
       lastOutcome,
@@ -174,7 +175,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
   function showProgress(): void {
     const lines = [
       `**Head:** ${head} (generation ${generation}, ${mode})`,
-      `**Compactions:** ${compactions}`,
+      `**Compactions:** ${generation}`,
       `**Queue:** ${queue.length} waiting${inFlight ? `, compacting ${inFlight.sessionId} for ${inFlight.requests.length} request(s)` : ''}`,
     ];
     if (lastOutcome) lines.push(`**Last outcome:** ${lastOutcome}${lastReason ? `: ${lastReason}` : ''}`);
@@ -224,8 +225,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
         head = settled.headSessionId;
         generation = settled.generation;
         if (settled.outcome === 'compacted') {
-          compactions++;
-          compactionsThisRun++;
+          commitsThisRun++;
           return { outcome: 'compacted', sessionId: head, previousSessionId: mode === 'rotate' ? job.sessionId : undefined, generation };
         }
       }
@@ -234,8 +234,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
     head = result.headSessionId;
     generation = result.generation;
     if (result.outcome === 'compacted') {
-      compactions++;
-      compactionsThisRun++;
+      commitsThisRun++;
     }
     return {
       outcome: result.outcome,
@@ -251,7 +250,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
     };
   }
 
-  const shouldContinueAsNew = () => workflowInfo().continueAsNewSuggested || compactionsThisRun >= settings.maxCompactionsPerRun;
+  const shouldContinueAsNew = () => workflowInfo().continueAsNewSuggested || commitsThisRun >= settings.maxCompactionsPerRun;
 
   const idle = () => queue.length === 0 && !closeRequested && !shouldContinueAsNew();
   showProgress();
@@ -275,7 +274,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
         settings,
         headSessionId: head,
         generation,
-        carried: { queue, answered, jobCounter, compactions },
+        carried: { queue, answered, jobCounter },
       });
     }
     const next = queue.shift()!;
@@ -300,7 +299,7 @@ export async function sessionLineageWorkflow(input: SessionLineageInput): Promis
     compactionsByOutcome.add(1, { outcome: result.outcome });
     upsertSearchAttributes([
       { key: SessionHead, value: head },
-      { key: CompactionCount, value: compactions },
+      { key: CompactionCount, value: generation },
     ]);
     showProgress();
   }

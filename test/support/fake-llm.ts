@@ -10,6 +10,8 @@ export interface Behaviour {
   /** An HTTP error status (with an OpenAI-style error body). */
   status?: number;
   errorCode?: string;
+  /** The error body's message (default: "scripted failure <status>"). */
+  errorMessage?: string;
   headers?: Record<string, string>;
   /** Summary text to answer with; by default a short summary echoing the request size. */
   text?: string;
@@ -67,7 +69,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     }
     if (b.status && b.status >= 400) {
       res.writeHead(b.status, { 'content-type': 'application/json', ...b.headers });
-      res.end(JSON.stringify({ error: { message: `scripted failure ${b.status}`, type: 'test', code: b.errorCode ?? null } }));
+      res.end(JSON.stringify({ error: { message: b.errorMessage ?? `scripted failure ${b.status}`, type: 'test', code: b.errorCode ?? null } }));
       return;
     }
     const text = b.text ?? `Goal: continue the work.\nCompleted actions: summarised ${body.messages.at(-1)?.content.length ?? 0} characters.`;

@@ -16,7 +16,7 @@ import { openDatabase, type DatabaseHandle } from '../../src/db/database';
 import type { LineageSettings } from '../../src/workflows/settings';
 import { createSessionWorker, type SessionWorker, type SessionWorkerOptions } from '../../src/worker';
 import { type FakeLlm, startFakeLlm } from './fake-llm';
-import { spawnWorkerProcess } from './worker-process';
+import { spawnWorkerProcess, type WorkerProcess } from './worker-process';
 
 export { conversation } from './conversation';
 
@@ -54,7 +54,8 @@ export interface TestStack {
   worker?: SessionWorker;
   startWorker(options?: Partial<SessionWorkerOptions>): Promise<SessionWorker>;
   stopWorker(): Promise<void>;
-  spawnWorkerProcess(): Promise<ChildProcess>;
+  /** A worker in a process of its own; `env` overrides the stack's environment for it. */
+  spawnWorkerProcess(env?: Record<string, string>): Promise<WorkerProcess>;
   close(): Promise<void>;
 }
 
@@ -69,7 +70,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     OPENAI_API_KEY: 'test-key',
     OPENAI_BASE_URL: llm.baseURL,
     COMPACTION_MODEL: 'fake-model',
-    COMPACTION_LEASE_TTL_MS: '2000',
+    COMPACTION_LEASE_TTL_MS: '3000',
     COMPACTION_TAIL_TOKENS: '200',
     ...options.env,
   };
@@ -115,8 +116,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       running = undefined;
       result.worker = undefined;
     },
-    async spawnWorkerProcess() {
-      const child = await spawnWorkerProcess(env, { workflowBundlePath: stack.workflowBundlePath });
+    async spawnWorkerProcess(overrides = {}) {
+      const child = await spawnWorkerProcess({ ...env, ...overrides }, { workflowBundlePath: stack.workflowBundlePath });
       children.add(child);
       return child;
     },

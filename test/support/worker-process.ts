@@ -3,7 +3,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/config';
 
-export async function spawnWorkerProcess(env: Record<string, string>, options: { workflowBundlePath?: string; echo?: boolean } = {}): Promise<ChildProcess> {
+/** A worker process, with everything it printed so far (its log included). */
+export type WorkerProcess = ChildProcess & { output(): string };
+
+export async function spawnWorkerProcess(env: Record<string, string>, options: { workflowBundlePath?: string; echo?: boolean } = {}): Promise<WorkerProcess> {
   // tsx as a loader in the worker's own process (not the tsx command, which runs the script
   // in a child): a SIGKILL must reach the worker itself, not a wrapper that leaves it orphaned.
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/worker.ts')], {
@@ -14,7 +17,7 @@ export async function spawnWorkerProcess(env: Record<string, string>, options: {
   let output = '';
   await new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer) => {
-      output = (output + chunk.toString()).slice(-8000);
+      output = (output + chunk.toString()).slice(-64_000);
       if (output.includes('worker ready')) resolve();
     };
     child.stdout!.on('data', onData);
@@ -22,5 +25,5 @@ export async function spawnWorkerProcess(env: Record<string, string>, options: {
     if (options.echo) child.stderr!.on('data', (b: Buffer) => process.stderr.write(b));
     child.once('exit', (code, signal) => reject(new Error(`worker process exited (${code ?? signal}) before it was ready:\n${output}`)));
   });
-  return child;
+  return Object.assign(child, { output: () => output });
 }

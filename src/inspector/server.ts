@@ -1,0 +1,263 @@
+/**
+ * The inspector: a small read-only web page for operators. Which compaction dropped
+ * something, what was summarised into what, who triggered it, and is one running now.
+ * Server-rendered HTML (Hono, its `html` template escapes every value), no front-end build;
+ * one inline script refreshes the live panel. Reads Postgres for lineages and transcripts and
+ * the workflow (state query, heartbeat progress) for live state. `npm run inspector` runs it
+ * alone, `npm run dev` with the rest; it binds 127.0.0.1 unless INSPECTOR_BIND_ADDRESS says
+ * otherwise.
+ */
+import { serve, type ServerType } from '@hono/node-server';
+import { Hono, type Context } from 'hono';
+import { html, raw } from 'hono/html';
+import type { HtmlEscapedString } from 'hono/utils/html';
+import { loadConfig } from '../config';
+import type { CompactionDetail, CompactionView, LineageDetail, ListLineagesOptions, TranscriptRow } from '../db/lineage-queries';
+import { LINEAGE_STATUSES, OUTCOMES } from '../db/lineage-queries';
+import { CompactionNotFoundError, InvalidInputError, SessionNotFoundError } from '../errors';
+import { formatProgress } from '../client/progress';
+import { SessionsClient } from '../client/sessions-client';
+
+type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
+
+export interface InspectorOptions {
+  client: SessionsClient;
+  /** The Temporal Web UI's base URL, for links to a lineage's workflow. */
+  temporalUiUrl: string;
+}
+
+const STYLE = `
+body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
+header{background:#24292f;color:#fff;padding:.6em 1.2em}header a{color:#fff;text-decoration:none;font-weight:600}
+main{padding:1em 1.2em;max-width:1400px}
+table{border-collapse:collapse;width:100%;background:#fff}th,td{border:1px solid #ddd;padding:.3em .5em;text-align:left;vertical-align:top}
+th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.outcome-compacted{color:#116329}.outcome-refused,.outcome-aborted{color:#a40e26}.outcome-stale{color:#7d4e00}.outcome-running{color:#0550ae}
+.cols{display:grid;grid-template-columns:1fr 1fr;gap:1em}
+.msg{border:1px solid #ddd;background:#fff;margin:.3em 0;padding:.3em .5em;white-space:pre-wrap;word-break:break-word}
+.msg .meta{font-size:12px;color:#555}
+.fate-summarised{background:#fff4e5}.fate-kept{background:#e6ffec}.fate-after-watermark{background:#e7f0ff}
+.kind-summary{background:#fff4e5;border-color:#d4a72c}.kind-kept{background:#e6ffec}.kind-carried{background:#e7f0ff}
+form.filters{display:flex;gap:.5em;flex-wrap:wrap;margin-bottom:1em}
+.live{background:#fff;border:1px solid #ddd;padding:.5em 1em}
+code{background:#f0f0f0;padding:0 .2em}
+`;
+
+function page(title: string, body: Html): Html {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${title} · session-compaction inspector</title><style>${raw(STYLE)}</style></head>
+<body><header><a href="/">session-compaction inspector</a></header><main>${body}</main></body></html>`;
+}
+
+const time = (iso: string | null | undefined) => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '-');
+const ms = (value: number | null | undefined) => (value == null ? '-' : value < 1000 ? `${value} ms` : `${(value / 1000).toFixed(1)} s`);
+const n = (value: unknown) => (value == null ? '-' : String(value));
+const lineageHref = (id: string) => `/lineages/${encodeURIComponent(id)}`;
+const compactionHref = (id: string) => `/compactions/${encodeURIComponent(id)}`;
+
+function contentText(row: Pick<TranscriptRow, 'content' | 'toolCalls'>): string {
+  const parts: string[] = [];
+  if (typeof row.content === 'string') parts.push(row.content);
+  else if (Array.isArray(row.content)) parts.push(row.content.map((p) => (p && typeof p === 'object' && 'text' in p ? String(p.text) : JSON.stringify(p))).join(''));
+  if (Array.isArray(row.toolCalls) && row.toolCalls.length) parts.push(`tool calls: ${JSON.stringify(row.toolCalls)}`);
+  return parts.join('\n');
+}
+
+function listPage(result: Awaited<ReturnType<SessionsClient['listLineages']>>, filters: ListLineagesOptions): Html {
+  const query = (after: string) => {
+    const params = new URLSearchParams();
+    for (const [k, v] of Object.entries({ q: filters.search, source: filters.source, status: filters.status, outcome: filters.lastOutcome })) if (v) params.set(k, v);
+    params.set('after', after);
+    return `/?${params}`;
+  };
+  const option = (value: string, selected: string | undefined) => html`<option value="${value}" ${value === selected ? 'selected' : ''}>${value || 'any'}</option>`;
+  return page(
+    'Lineages',
+    html`<h1>Lineages</h1>
+<form class="filters" method="get" action="/">
+  <input name="q" placeholder="lineage or session id" value="${filters.search ?? ''}" aria-label="search">
+  <input name="source" placeholder="source" value="${filters.source ?? ''}" aria-label="source">
+  <select name="status" aria-label="status">${['', ...LINEAGE_STATUSES].map((s) => option(s, filters.status))}</select>
+  <select name="outcome" aria-label="last outcome">${['', ...OUTCOMES].map((s) => option(s, filters.lastOutcome))}</select>
+  <button type="submit">Search</button>
+</form>
+<table id="lineages"><thead><tr><th>lineage</th><th>head</th><th>source</th><th>mode</th><th>status</th><th>compactions</th><th>head tokens</th><th>last outcome</th><th>last compaction</th></tr></thead><tbody>
+${result.lineages.map(
+  (l) => html`<tr><td><a href="${lineageHref(l.lineageId)}">${l.lineageId}</a></td><td>${l.headSessionId}</td><td>${l.source ?? '-'}</td><td>${l.mode}</td><td>${l.closed ? 'closed' : 'live'}</td>
+<td class="num">${l.generation}</td><td class="num">${l.headTokens}</td><td class="outcome-${l.lastOutcome ?? 'none'}">${l.lastOutcome ?? '-'}${l.lastReason ? html`: ${l.lastReason}` : ''}</td><td>${time(l.lastCompactionAt)}</td></tr>`,
+)}
+</tbody></table>
+${result.lineages.length === 0 ? html`<p>No lineages match.</p>` : ''}
+${result.next ? html`<p><a id="next" href="${query(result.next)}">next page</a></p>` : ''}`,
+  );
+}
+
+function gateCell(c: CompactionView): Html {
+  if (c.gateResults && typeof c.gateResults === 'object') {
+    return html`${Object.entries(c.gateResults).map(([gate, result]) => html`<div>${gate}: ${typeof result === 'string' ? result : JSON.stringify(result)}</div>`)}${c.gate ? html`<div><strong>refused by ${c.gate}</strong></div>` : ''}`;
+  }
+  return html`${c.gate ? html`refused by ${c.gate}` : '-'}`;
+}
+
+function lineagePage(detail: LineageDetail, webUi: string): Html {
+  const { lineage } = detail;
+  return page(
+    `Lineage ${lineage.lineageId}`,
+    html`<h1>Lineage <code>${lineage.lineageId}</code></h1>
+<p>head <code id="head">${lineage.headSessionId}</code> · ${n(lineage.mode)} · source ${n(lineage.source)} · ${lineage.closed ? 'closed' : 'live'}
+${lineage.model !== undefined ? html` · model ${n(lineage.model)}` : ''}${lineage.contextWindow !== undefined ? html` · context window ${n(lineage.contextWindow)}` : ''}
+· <a id="webui" href="${webUi}" target="_blank" rel="noopener">workflow in the Temporal Web UI</a></p>
+<h2>Live state</h2>
+<div class="live" id="live" data-src="${lineageHref(lineage.lineageId)}/live">loading…</div>
+<h2>Chain, root to head</h2>
+<ol id="chain">${detail.sessions.map(
+      (s) =>
+        html`<li><code>${s.sessionId}</code> generation ${s.generation}, ${s.messageCount} message(s), started ${time(s.startedAt)}${s.endedAt ? html`, ended ${time(s.endedAt)} (${s.endReason})` : html` <strong>live head</strong>`}</li>`,
+    )}</ol>
+<h2>Compactions</h2>
+<table id="compactions"><thead><tr><th>started</th><th>outcome</th><th>trigger</th><th>requests</th><th>model</th><th>tokens</th><th>messages</th><th>summarised</th><th>attempts</th><th>duration</th><th>reason</th><th>gates</th></tr></thead><tbody>
+${detail.compactions.map(
+  (c) => html`<tr><td><a href="${compactionHref(c.id)}">${time(c.startedAt)}</a></td><td class="outcome-${c.outcome}">${c.outcome}</td><td>${c.trigger}</td>
+<td>${(c.requestIds ?? []).map((r) => html`<div><code>${r}</code></div>`)}</td><td>${n(c.model)}</td>
+<td class="num">${n(c.tokensBefore)} → ${n(c.tokensAfter)}</td><td class="num">${n(c.messagesBefore)} → ${n(c.messagesAfter)}</td>
+<td>${c.summarisedFromSeq != null ? html`seq ${c.summarisedFromSeq}–${n(c.summarisedToSeq)}` : '-'}</td>
+<td class="num">${c.attempts}</td><td class="num">${ms(c.durationMs)}</td><td>${n(c.reason)}</td><td>${gateCell(c)}</td></tr>`,
+)}
+</tbody></table>
+${detail.compactions.length === 0 ? html`<p>No compactions yet.</p>` : ''}
+<script>
+(function(){var el=document.getElementById('live');function load(){fetch(el.dataset.src).then(function(r){return r.text()}).then(function(t){el.innerHTML=t}).catch(function(){});}
+load();setInterval(load,2000);})();
+</script>`,
+  );
+}
+
+function messageBlock(row: TranscriptRow, label: string, cls: string): Html {
+  return html`<div class="msg ${cls}" data-seq="${row.seq}"><div class="meta">#${row.seq}${row.lineageSeq != null ? html` · lineage seq ${row.lineageSeq}` : ''} · ${row.role}${row.name ? html` (${row.name})` : ''} · ${label}</div>${contentText(row)}</div>`;
+}
+
+function compactionPage(detail: CompactionDetail): Html {
+  const c = detail.compaction;
+  return page(
+    `Compaction ${c.id}`,
+    html`<h1>Compaction <code>${c.id}</code></h1>
+<p><a href="${lineageHref(c.lineageId)}">lineage ${c.lineageId}</a> · <span class="outcome-${c.outcome}">${c.outcome}</span>${c.reason ? html` (${c.reason})` : ''} · trigger ${c.trigger} ·
+requests ${(c.requestIds ?? []).join(', ')} · model ${n(c.model)} · tokens ${n(c.tokensBefore)} → ${n(c.tokensAfter)} · attempts ${c.attempts} · ${ms(c.durationMs)}</p>
+<p id="range">summarised: ${detail.summarised.fromSeq != null ? html`lineage seq ${detail.summarised.fromSeq}–${n(detail.summarised.toSeq)}${detail.summarised.inferred ? ' (inferred from the transcripts)' : ''}` : 'nothing'}
+· parent <code>${c.parentSessionId}</code>${c.childSessionId && c.childSessionId !== c.parentSessionId ? html` → child <code>${c.childSessionId}</code>` : c.childSessionId ? ' (in place)' : ''}</p>
+${gateCell(c)}
+<h2>Summary</h2>
+<div class="msg kind-summary" id="summary">${detail.summary ?? '(no summary: the compaction did not commit)'}</div>
+<div class="cols">
+<section><h2>Parent transcript</h2><p>orange: summarised · green: kept verbatim · blue: appended during the summary, carried in</p>
+<div id="parent">${detail.parent.map((r) => messageBlock(r, r.fate, `fate-${r.fate}`))}</div></section>
+<section><h2>What the compaction wrote</h2><p>orange: the summary · green: kept verbatim · blue: carried in</p>
+<div id="result">${detail.result.map((r) => messageBlock(r, r.kind, `kind-${r.kind}`))}</div></section>
+</div>`,
+  );
+}
+
+async function livePanel(client: SessionsClient, lineageId: string): Promise<Html> {
+  try {
+    const state = await client.state(lineageId);
+    return html`<div id="live-state">queue: ${state.queue.length} request(s)${state.queue.map((q) => html` <code>${q.requestId}</code>`)} ·
+${state.inFlight ? html`in flight: job <code>${state.inFlight.jobId}</code> on <code>${state.inFlight.sessionId}</code> (${state.inFlight.requestIds.length} request(s))` : 'nothing in flight'}
+${state.progress ? html` · <span id="progress">${formatProgress(state.progress)}</span>` : ''}
+· last outcome ${n(state.lastOutcome)}${state.lastReason ? html` (${state.lastReason})` : ''} · ${state.closed ? 'closed' : 'open'}</div>`;
+  } catch (error) {
+    return html`<div id="live-state">the workflow cannot be asked right now: ${(error as Error).message}</div>`;
+  }
+}
+
+function notFound(c: Context, message: string) {
+  return c.html(page('Not found', html`<h1>Not found</h1><p>${message}</p><p><a href="/">all lineages</a></p>`), 404);
+}
+
+export function createInspectorApp(options: InspectorOptions): Hono {
+  const { client } = options;
+  const app = new Hono();
+  app.onError((error, c) => {
+    if (error instanceof SessionNotFoundError || error instanceof CompactionNotFoundError) return notFound(c, error.message);
+    if (error instanceof InvalidInputError) return c.html(page('Bad request', html`<h1>Bad request</h1><p>${error.message}</p>`), 400);
+    // Details (which may hold a query's text) go to the log, not to the browser.
+    console.error(`inspector: ${c.req.method} ${c.req.path}:`, error);
+    return c.html(page('Error', html`<h1>Error</h1><p>The inspector could not read what this page shows (is Postgres up?). Details are in the inspector's log.</p>`), 500);
+  });
+  app.get('/', async (c) => {
+    const q = (name: string) => c.req.query(name) || undefined;
+    const filters: ListLineagesOptions = {
+      search: q('q'),
+      source: q('source'),
+      status: q('status') as ListLineagesOptions['status'],
+      lastOutcome: q('outcome') as ListLineagesOptions['lastOutcome'],
+      after: q('after'),
+      limit: q('limit') === undefined ? 50 : Number(q('limit')),
+    };
+    return c.html(listPage(await client.listLineages(filters), filters));
+  });
+  // An id that cannot exist (bad characters, too long) is as unknown as a well-formed one.
+  const orNotFound = async <T>(id: string, read: () => Promise<T>): Promise<T> => {
+    try {
+      return await read();
+    } catch (error) {
+      if (error instanceof InvalidInputError) throw new SessionNotFoundError(id);
+      throw error;
+    }
+  };
+  app.get('/lineages/:id', async (c) => {
+    const detail = await orNotFound(c.req.param('id'), () => client.history(c.req.param('id')));
+    const { namespace, workflowId } = client.workflowLocation(detail.lineage.lineageId);
+    const webUi = `${options.temporalUiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+    return c.html(lineagePage(detail, webUi));
+  });
+  app.get('/lineages/:id/live', async (c) => c.html(await livePanel(client, c.req.param('id'))));
+  app.get('/compactions/:id', async (c) => c.html(compactionPage(await orNotFound(c.req.param('id'), () => client.compaction(c.req.param('id'))))));
+  app.get('/healthz', (c) => c.text('ok'));
+  app.notFound((c) => notFound(c, `nothing at ${c.req.path}`));
+  return app;
+}
+
+export interface RunningInspector {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Serves the inspector on `bindAddress` (host:port; port 0 picks a free one). */
+export async function startInspector(options: InspectorOptions & { bindAddress: string }): Promise<RunningInspector> {
+  const app = createInspectorApp(options);
+  const at = options.bindAddress.lastIndexOf(':');
+  const hostname = options.bindAddress.slice(0, at).replace(/^\[|\]$/g, '');
+  const port = Number(options.bindAddress.slice(at + 1));
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname, port }, () => resolve(s));
+    s.once('error', reject);
+  });
+  const address = server.address();
+  const actualPort = address && typeof address === 'object' ? address.port : port;
+  const host = hostname.includes(':') ? `[${hostname}]` : hostname;
+  return {
+    url: `http://${host}:${actualPort}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const client = await SessionsClient.connect({ config });
+  const inspector = await startInspector({ client, temporalUiUrl: config.temporalUiUrl, bindAddress: config.inspectorBindAddress });
+  console.log(`inspector: ${inspector.url} (read-only; Temporal Web UI ${config.temporalUiUrl})`);
+  const stop = async () => {
+    await inspector.close();
+    await client.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
+if (require.main === module) {
+  main().catch((error) => {
+    console.error(error.message);
+    process.exit(1);
+  });
+}
