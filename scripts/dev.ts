@@ -16,6 +16,7 @@ import { codecServerOptions, createCodecServer } from '../src/codec/codec-server
 import { createSessionWorker, installRuntime } from '../src/worker';
 import { SessionsClient } from '../src/client/sessions-client';
 import { startInspector } from '../src/inspector/server';
+import { clientConnectionOptions } from '../src/temporal-connection';
 
 const say = (line: string) => console.log(`[dev] ${line}`);
 
@@ -56,7 +57,7 @@ async function main(): Promise<void> {
     let uiUrl = 'http://127.0.0.1:8233';
     if (process.env.TEMPORAL_ADDRESS || (await isPortOpen(host, Number(portText)))) {
       say(`using the Temporal server at ${config.temporal.address}`);
-      const connection = await Connection.connect({ address: config.temporal.address });
+      const connection = await Connection.connect(clientConnectionOptions(config.temporal));
       const added = await ensureSearchAttributes(connection, config.temporal.namespace).catch((error) => {
         say(`could not register search attributes: ${error.message}`);
         return [];

@@ -23,6 +23,25 @@ function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   return value;
 }
 
+/**
+ * How to reach a secured Temporal (a production cluster, Temporal Cloud). The names follow
+ * the Temporal CLI's and SDKs' environment configuration. src/temporal-connection.ts turns
+ * this into connection options; files are read there, not here.
+ */
+export interface TemporalSecurityConfig {
+  /** Use TLS. Implied by any of the settings below. */
+  tls: boolean;
+  /** PEM file of the CA that signed the server's certificate (else the system's roots). */
+  serverCaCertPath?: string;
+  /** Name to verify the server's certificate against (and send as SNI) instead of the address' host. */
+  serverName?: string;
+  /** PEM files of the client certificate and its key, for mTLS. Both or neither. */
+  clientCertPath?: string;
+  clientKeyPath?: string;
+  /** API key (Temporal Cloud): sent as `Authorization: Bearer <key>`; implies TLS. */
+  apiKey?: string;
+}
+
 function msListFrom(env: NodeJS.ProcessEnv, name: string, fallback: number[]): number[] {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -37,6 +56,34 @@ export interface TemporalConfig {
   address: string;
   namespace: string;
   taskQueue: string;
+  security: TemporalSecurityConfig;
+}
+
+function boolFrom(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (/^(true|1|yes)$/i.test(raw)) return true;
+  if (/^(false|0|no)$/i.test(raw)) return false;
+  throw new Error(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+}
+
+export function loadTemporalSecurity(env: NodeJS.ProcessEnv = process.env): TemporalSecurityConfig {
+  const security = {
+    serverCaCertPath: env.TEMPORAL_TLS_SERVER_CA_CERT_PATH || undefined,
+    serverName: env.TEMPORAL_TLS_SERVER_NAME || undefined,
+    clientCertPath: env.TEMPORAL_TLS_CLIENT_CERT_PATH || undefined,
+    clientKeyPath: env.TEMPORAL_TLS_CLIENT_KEY_PATH || undefined,
+    apiKey: env.TEMPORAL_API_KEY || undefined,
+  };
+  const implied = Object.values(security).some((value) => value !== undefined);
+  const tls = boolFrom(env, 'TEMPORAL_TLS') ?? implied;
+  if (!tls && implied) {
+    throw new Error('TEMPORAL_TLS=false contradicts TEMPORAL_TLS_* / TEMPORAL_API_KEY settings: unset them or TEMPORAL_TLS');
+  }
+  if ((security.clientCertPath === undefined) !== (security.clientKeyPath === undefined)) {
+    throw new Error('mTLS needs both TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH, or neither');
+  }
+  return { tls, ...Object.fromEntries(Object.entries(security).filter(([, v]) => v !== undefined)) };
 }
 
 export interface LlmConfig {
@@ -130,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       address: env.TEMPORAL_ADDRESS || '127.0.0.1:7233',
       namespace: env.TEMPORAL_NAMESPACE || 'default',
       taskQueue: env.TEMPORAL_TASK_QUEUE || 'session-compaction',
+      security: loadTemporalSecurity(env),
     },
     worker: {
       shutdownGraceTimeMs: intFrom(env, 'WORKER_SHUTDOWN_GRACE_MS', 30_000),

@@ -11,6 +11,7 @@ import { type Config, loadConfig } from './config';
 import { encryptedDataConverter } from './codec/aes-gcm-codec';
 import { openDatabase, runMigrations, type DatabaseHandle } from './db/database';
 import { installTracingFromConfig, shutdownTracing, tracedSummariser, workerTracingPlugin } from './tracing';
+import { describeTemporalSecurity, nativeConnectionOptions } from './temporal-connection';
 
 export interface SessionWorkerOptions {
   config: Config;
@@ -36,9 +37,11 @@ export interface SessionWorker {
 export async function createSessionWorker(options: SessionWorkerOptions): Promise<SessionWorker> {
   const { config } = options;
   const say = options.log ?? ((line: string) => console.log(line));
+  // Read the TLS files before anything else starts, so a wrong path fails fast and clearly.
+  const connectionOptions = options.connection ? undefined : nativeConnectionOptions(config.temporal);
   const database = options.database ?? openDatabase(config.databaseUrl);
   await runMigrations(database);
-  const connection = options.connection ?? (await NativeConnection.connect({ address: config.temporal.address }));
+  const connection = options.connection ?? (await NativeConnection.connect(connectionOptions!));
   const tracing = installTracingFromConfig(config);
   const untraced =
     options.summariser ??
@@ -111,7 +114,7 @@ async function main(): Promise<void> {
   installRuntime(config);
   if (config.metricsBindAddress) console.log(`metrics: http://${config.metricsBindAddress}/metrics`);
   const sessionWorker = await createSessionWorker({ config });
-  console.log(`worker ready: task queue ${config.temporal.taskQueue} on ${config.temporal.address} (namespace ${config.temporal.namespace})`);
+  console.log(`worker ready: task queue ${config.temporal.taskQueue} on ${config.temporal.address} (namespace ${config.temporal.namespace}, ${describeTemporalSecurity(config.temporal)})`);
   // SIGINT and SIGTERM make the worker stop polling and let in-flight summaries finish
   // (up to WORKER_SHUTDOWN_GRACE_MS); what does not finish is retried by another worker.
   await sessionWorker.run();

@@ -28,7 +28,17 @@ describe('sessions command', () => {
     const id = uniqueId('cli');
     expect((await sessions(['create', id, '--source', 'slack', '--json'])).json).toEqual({ sessionId: id, lineageId: id, mode: 'rotate', source: 'slack' });
     const appended = await sessions(['append', id, '--json'], JSON.stringify(conversation(12)));
-    expect(appended.json).toEqual({ sessionId: id, firstSeq: 1, lastSeq: 49, count: 49, lastLineageSeq: 49, headTokens: expect.any(Number) });
+    expect(appended.json).toEqual({
+      sessionId: id,
+      lineageId: id,
+      firstSeq: 1,
+      lastSeq: 49,
+      count: 49,
+      firstLineageSeq: 1,
+      lastLineageSeq: 49,
+      headTokens: expect.any(Number),
+      replayed: false,
+    });
 
     const compacted = await sessions(['compact', id, '--focus', 'tests', '--request-id', 'cli-1', '--json']);
     expect(compacted.code).toBe(0);

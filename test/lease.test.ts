@@ -7,8 +7,8 @@ import { Context } from '@temporalio/activity';
 import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { auditRows } from '../src/db/session-store';
-import { lineageWorkflowId } from '../src/workflows/contract';
 import { conversation, startTestStack, type TestStack, uniqueId } from './support/stack';
+import { stateQuery } from '../src/workflows/contract';
 import { startFakeLlm } from './support/fake-llm';
 import { startTcpProxy } from './support/tcp-proxy';
 
@@ -109,14 +109,12 @@ describe('the summariser lease', () => {
     const llmOfA = await startFakeLlm();
     try {
       database.port = String(proxy.port);
-      const frozen = await s.spawnWorkerProcess({ DATABASE_URL: database.toString(), OPENAI_BASE_URL: llmOfA.baseURL });
+      // One activity slot: once A holds attempt 1, it polls for no other attempt while frozen.
+      const frozen = await s.spawnWorkerProcess({ DATABASE_URL: database.toString(), OPENAI_BASE_URL: llmOfA.baseURL, WORKER_MAX_CONCURRENT_ACTIVITIES: '1' });
       const root = await newSession(s);
-      // A new run first asks Postgres (through A's proxy) whether the lineage is closed
-      // (check-closed-at-start): let that finish before pausing, so A stalls in the activity.
-      const handle = s.temporal.workflow.getHandle(lineageWorkflowId(root));
-      const started = Date.now() + 30_000;
-      while (!((await handle.fetchHistory()).events ?? []).some((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity') && Date.now() < started) await new Promise((r) => setTimeout(r, 50));
-      expect(((await handle.fetchHistory()).events ?? []).some((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toBe(true);
+      // The run's first task (its closed-lineage check reads Postgres) is done: what the proxy
+      // holds next is the summarise activity's first write.
+      await (await s.client.workflowHandle(root)).query(stateQuery);
       proxy.pause();
       s.llm.setDefault({ chunks: 8, chunkDelayMs: TTL_MS / 4 }); // the retry is still summarising (streaming) when A wakes
       const pending = s.client.compact(root);
@@ -125,7 +123,7 @@ describe('the summariser lease', () => {
       expect(proxy.held()).toBeGreaterThan(0); // A's first statements are held: the fault landed
       frozen.kill('SIGSTOP');
       await s.startWorker(); // a later attempt, once A's lease expires
-      await s.llm.waitForRequests(1, 60_000);
+      await s.llm.waitForRequests(1, 90_000);
       frozen.kill('SIGCONT');
       proxy.resume();
 

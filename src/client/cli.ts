@@ -16,7 +16,7 @@ const USAGE = `usage: sessions <command> [options]
 commands:
   create <sessionId> [--source S] [--mode rotate|in_place] [--compact-at TOKENS|PERCENT%]
          [--model M] [--context-window TOKENS]
-  append <sessionId> [--file messages.json]     JSON array of chat messages (stdin without --file)
+  append <sessionId> [--file messages.json] [--append-key K]   JSON array of chat messages (stdin without --file); a resend with the same key is stored once
   compact <sessionId> [--focus TOPIC] [--force] [--request-id ID] [--background] [--timeout SECONDS]
   transcript <sessionId> [--all]                 the lineage head's messages (--all: archived rows too)
   lineage <sessionId>                            root to head
@@ -40,6 +40,7 @@ const OPTIONS = {
   model: { type: 'string' },
   'context-window': { type: 'string' },
   file: { type: 'string' },
+  'append-key': { type: 'string' },
   focus: { type: 'string' },
   force: { type: 'boolean' },
   'request-id': { type: 'string' },
@@ -140,7 +141,9 @@ async function run(client: SessionsClient, command: string, positionals: string[
     }
     case 'append': {
       const text = values.file ? readFileSync(values.file as string, 'utf8') : readStdin();
-      const appended = await client.append(sessionId(), parseJson(text, values.file ? String(values.file) : 'stdin'));
+      const appended = await client.append(sessionId(), parseJson(text, values.file ? String(values.file) : 'stdin'), {
+        appendKey: values['append-key'] as string | undefined,
+      });
       return print(appended, () => `appended ${appended.count} message(s) to ${appended.sessionId} (seq ${appended.firstSeq}-${appended.lastSeq})`);
     }
     case 'compact': {

@@ -4,12 +4,14 @@
  * migrations applied) and the LLM endpoint (or that the built-in summariser is in use).
  */
 import { readFileSync } from 'node:fs';
+import tls from 'node:tls';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import OpenAI, { APIError } from 'openai';
 import { Pool } from 'pg';
 import type { Config } from '../config';
 import { MIGRATIONS_DIR } from '../db/database';
+import { describeTemporalSecurity, clientConnectionOptions, type TemporalConnectionOptions } from '../temporal-connection';
 import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 
 export interface Check {
@@ -25,21 +27,119 @@ function reason(error: unknown): string {
   return e.cause?.message ?? e.message ?? String(error);
 }
 
+/**
+ * gRPC reports a failed TLS handshake only as "failed to connect", so doctor makes the same
+ * handshake itself to learn why: it connects with the same CA, server name and client pair,
+ * sends the HTTP/2 preface, and waits until the server answers (accepted: a refused client
+ * certificate arrives as an alert after the client's side of a TLS 1.3 handshake is done)
+ * or fails. Returns the TLS error, or undefined when the handshake is accepted.
+ */
+export function probeTls(options: TemporalConnectionOptions, timeoutMs = TIMEOUT_MS): Promise<Error | undefined> {
+  const at = options.address.lastIndexOf(':');
+  const host = options.address.slice(0, at);
+  const { tls: t = {} } = options;
+  return new Promise((resolve) => {
+    const socket = tls.connect({
+      host,
+      port: Number(options.address.slice(at + 1)),
+      servername: t.serverNameOverride ?? (/^[\d.]+$|:/.test(host) ? undefined : host),
+      ...(t.serverNameOverride ? { checkServerIdentity: (_host: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(t.serverNameOverride!, cert) } : {}),
+      ...(t.serverRootCACertificate ? { ca: t.serverRootCACertificate } : {}),
+      ...(t.clientCertPair ? { cert: t.clientCertPair.crt, key: t.clientCertPair.key } : {}),
+      ALPNProtocols: ['h2'],
+    });
+    const done = (error?: Error) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(error);
+    };
+    const timer = setTimeout(() => done(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    let handshakeDone = false;
+    socket.on('secureConnect', () => {
+      handshakeDone = true;
+      // HTTP/2 client preface and an empty SETTINGS frame: a server that accepted us answers.
+      socket.write(Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n'), Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])]));
+    });
+    socket.on('data', () => done(undefined));
+    socket.on('error', (error) => done(error));
+    socket.on('close', () =>
+      done(
+        handshakeDone
+          ? Object.assign(new Error('the server closed the connection right after the TLS handshake, without a word'), { code: 'CLOSED_AFTER_HANDSHAKE' })
+          : new Error('the server closed the connection during the TLS handshake'),
+      ),
+    );
+  });
+}
+
+/**
+ * Why a connection to Temporal failed, in terms of the setting to fix: the CA, the server
+ * name, the client certificate, the API key, or plain reachability. `tlsError` is what
+ * probeTls found, if it ran.
+ */
+export function explainTemporalFailure(config: Pick<Config, 'temporal'>, error: unknown, tlsError?: Error): string {
+  const { address, security } = config.temporal;
+  const text = [] as string[];
+  for (let e: unknown = tlsError ?? error; e; e = (e as { cause?: unknown }).cause) {
+    text.push(`${String((e as { code?: unknown }).code ?? '')} ${String((e as { message?: unknown }).message ?? e)}`);
+  }
+  const all = text.join(' | ');
+  const why = tlsError ? `${(tlsError as { code?: string }).code ?? ''} ${tlsError.message}`.trim() : reason(error);
+  const code = (error as { code?: unknown }).code;
+  if (!tlsError && (/UNAUTHENTICATED|PERMISSION_DENIED|unauthori[sz]ed|invalid api key/i.test(all) || code === 16 || code === 7)) {
+    return security.apiKey
+      ? `Temporal at ${address} rejected the API key (${why}). Check TEMPORAL_API_KEY and TEMPORAL_NAMESPACE (the key must grant access to it).`
+      : `Temporal at ${address} refused the call as unauthenticated (${why}). It may need an API key (TEMPORAL_API_KEY) or a client certificate (TEMPORAL_TLS_CLIENT_CERT_PATH / TEMPORAL_TLS_CLIENT_KEY_PATH).`;
+  }
+  // Alerts the server sent, or a server that hangs up once it has seen our certificate (or
+  // its absence): it did not accept the client certificate.
+  if (/CLOSED_AFTER_HANDSHAKE|alert (certificate required|unknown ca|bad certificate|certificate unknown|handshake failure|access denied)|ALERT_(CERTIFICATE_REQUIRED|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN|HANDSHAKE_FAILURE)/i.test(all)) {
+    return security.clientCertPath
+      ? `the TLS handshake with ${address} failed: the server refused the client certificate ${security.clientCertPath} (${why}). Check that TEMPORAL_TLS_CLIENT_CERT_PATH is signed by a CA the server trusts.`
+      : `the TLS handshake with ${address} failed: the server requires a client certificate (mTLS) (${why}). Set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH.`;
+  }
+  if (/ALTNAME|not valid for name|NotValidForName|does not match certificate/i.test(all)) {
+    return `the server certificate at ${address} does not name the host you connect to (${why}). Set TEMPORAL_TLS_SERVER_NAME to the name in its certificate.`;
+  }
+  // Our own verification of the server's certificate failed.
+  if (/UNABLE_TO_VERIFY|SELF_SIGNED|CERT_|certificate|UnknownIssuer|verify/i.test(all)) {
+    return security.serverCaCertPath
+      ? `the server certificate at ${address} is not signed by the CA in TEMPORAL_TLS_SERVER_CA_CERT_PATH (${security.serverCaCertPath}) (${why}).`
+      : `the server certificate at ${address} is not trusted by the system's CAs (${why}). Set TEMPORAL_TLS_SERVER_CA_CERT_PATH to the CA that signed it.`;
+  }
+  if (tlsError && !/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|no answer within/i.test(all)) {
+    return `no TLS connection to ${address} (${why}). Does the server speak TLS on this port? Unset TEMPORAL_TLS and the TEMPORAL_TLS_* variables for a plaintext server.`;
+  }
+  return `cannot reach Temporal at ${address} (${why}). Start it with \`npm run dev\`, or set TEMPORAL_ADDRESS.`;
+}
+
 async function checkTemporal(config: Config): Promise<Check[]> {
   const { address, namespace, taskQueue } = config.temporal;
+  let options: TemporalConnectionOptions;
+  try {
+    options = clientConnectionOptions(config.temporal) as TemporalConnectionOptions;
+  } catch (error) {
+    return [{ name: 'temporal', ok: false, detail: `cannot use the connection settings: ${(error as Error).message}` }];
+  }
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address, connectTimeout: TIMEOUT_MS });
+    connection = await Connection.connect({ ...options, connectTimeout: TIMEOUT_MS });
     await connection.ensureConnected();
   } catch (error) {
-    return [{ name: 'temporal', ok: false, detail: `cannot reach Temporal at ${address} (${reason(error)}). Start it with \`npm run dev\`, or set TEMPORAL_ADDRESS.` }];
+    const tlsError = config.temporal.security.tls ? await probeTls(options) : undefined;
+    return [{ name: 'temporal', ok: false, detail: explainTemporalFailure(config, error, tlsError) }];
   }
-  const checks: Check[] = [{ name: 'temporal', ok: true, detail: `reachable at ${address}` }];
+  const checks: Check[] = [{ name: 'temporal', ok: true, detail: `reachable at ${address} (${describeTemporalSecurity(config.temporal)})` }];
   try {
     try {
       await connection.workflowService.describeNamespace({ namespace });
       checks.push({ name: 'namespace', ok: true, detail: `namespace ${namespace} exists` });
     } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === 16 || code === 7) {
+        checks.push({ name: 'namespace', ok: false, detail: explainTemporalFailure(config, error) });
+        return checks;
+      }
       checks.push({ name: 'namespace', ok: false, detail: `namespace ${namespace} is missing (${reason(error)}). Create it: temporal operator namespace create --namespace ${namespace}` });
       return checks;
     }

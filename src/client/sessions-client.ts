@@ -22,6 +22,7 @@ import { clientTracingInterceptors, installTracingFromConfig } from '../tracing'
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
 import { encryptedDataConverter } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
+import { clientConnectionOptions } from '../temporal-connection';
 import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
@@ -145,12 +146,15 @@ function isRunEndedError(error: unknown): boolean {
 const GRPC_UNAVAILABLE = 14;
 const GRPC_DEADLINE_EXCEEDED = 4;
 
-/** True for errors of reaching the server (it restarts, the network blips): safe to resend. */
+/** True for errors of reaching the server (it restarts, the network blips) or a workflow whose task is being retried: safe to resend. */
 function isTransientConnectionError(error: unknown): boolean {
   for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
     const code = (e as { code?: unknown }).code;
     if (code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED) return true;
     if ((e as Error).name === 'WorkflowUpdateRPCTimeoutOrCancelledError') return true;
+    // The server will not take an Update while the workflow's last task failed or timed out
+    // (its worker froze or died); the task is retried on another worker, so resend.
+    if (/workflow task in failed state/i.test(String((e as { message?: unknown }).message ?? ''))) return true;
   }
   return false;
 }
@@ -221,7 +225,7 @@ export class SessionsClient {
     const connection =
       options.connection ??
       (Connection.lazy({
-        address: config.temporal.address,
+        ...clientConnectionOptions(config.temporal),
         interceptors: [
           makeGrpcRetryInterceptor({
             ...retry,
@@ -297,18 +301,22 @@ export class SessionsClient {
    * the head it landed in. Token counts use the lineage model's tokenizer. An append that
    * leaves the head at or above the lineage's threshold may request a compaction by signal
    * (see AutoCompactionPolicy); if the signal fails, the next append sends it again.
+   * With `appendKey`, a batch resent after a lost answer is stored once: the resend gets the
+   * first append's answer with `replayed: true`, and the client itself resends a keyed batch
+   * whose answer a connection error lost.
    */
-  async append(sessionId: string, messages: unknown): Promise<AppendOutcome> {
+  async append(sessionId: string, messages: unknown, options: { appendKey?: string } = {}): Promise<AppendOutcome> {
     checkSessionId(sessionId);
     const batch = parseMessages(messages, this.messageLimits);
+    const { appendKey } = options;
+    if (appendKey !== undefined && (typeof appendKey !== 'string' || appendKey.length === 0 || appendKey.length > 200)) {
+      throw new InvalidInputError('appendKey', 'must be a string of 1 to 200 characters');
+    }
     const counter = await this.tokenCounter(sessionId);
-    const { autoCompactionRequestId: requestId, ...appended } = await store.appendMessages(
-      this.database.db,
-      sessionId,
-      batch,
-      batch.map((m) => counter.count(m)),
-      this.config.autoCompaction,
-    );
+    const send = () => store.appendMessages(this.database.db, sessionId, batch, batch.map((m) => counter.count(m)), this.config.autoCompaction, { appendKey });
+    // With a key, a batch whose answer was lost to a connection error is sent again: the key
+    // makes the resend store nothing twice. Without one, a resend could, so it is not made.
+    const { autoCompactionRequestId: requestId, ...appended } = appendKey ? await readWithRetry(send) : await send();
     if (!requestId) return appended;
     try {
       await this.requestCompaction(appended.sessionId, { requestId, trigger: 'threshold' });

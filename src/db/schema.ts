@@ -7,7 +7,7 @@
  * - a lineage commits at most one compaction per generation (partial unique index).
  */
 import { sql } from 'drizzle-orm';
-import { type AnyPgColumn, bigserial, bigint, check, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { type AnyPgColumn, bigserial, bigint, check, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import type { ChatMessage, ContentPart, ToolCall } from '../compaction/messages';
 
 export const lineages = pgTable(
@@ -143,6 +143,26 @@ export const compactions = pgTable(
       .where(sql`${t.outcome} = 'compacted'`),
     index('compactions_lineage').on(t.lineageId),
   ],
+);
+
+/**
+ * Append keys: an append sent with a key is stored once per lineage; a resend with the same
+ * key (a retry after a lost answer) gets the first answer and writes nothing. Written by the
+ * session_append SQL function (migrations/0006_data_plane_functions.sql).
+ */
+export const appendKeys = pgTable(
+  'append_keys',
+  {
+    lineageId: text('lineage_id')
+      .notNull()
+      .references(() => lineages.id),
+    appendKey: text('append_key').notNull(),
+    /** md5 of the batch as sent: a key reused for another batch is refused, not answered. */
+    batchHash: text('batch_hash').notNull(),
+    result: jsonb('result').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.lineageId, t.appendKey] })],
 );
 
 export type MessageRow = typeof messages.$inferSelect;

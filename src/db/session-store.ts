@@ -6,7 +6,7 @@
 import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
 import type { ChatMessage } from '../compaction/messages';
 import type { GateReport } from '../compaction/gates';
-import { LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
+import { InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
 import { childSessionId, type CompactionMode, type CompactResult } from '../workflows/contract';
 import type { Database } from './database';
 import { compactions, lineages, messages, rowToMessage, sessions } from './schema';
@@ -69,55 +69,55 @@ function messageRow(
   };
 }
 
-/** Creates a lineage with its root session. Idempotent for the same parameters. */
+/**
+ * Errors raised by the data-plane SQL functions (SQLSTATE SC400..SC410, DETAIL a JSON object
+ * naming the type), mapped to the typed errors every other layer uses.
+ */
+export function dataPlaneError(error: unknown): unknown {
+  let e: unknown = error;
+  while (e && !(typeof (e as { code?: unknown }).code === 'string' && /^SC\d{3}$/.test((e as { code: string }).code))) e = (e as { cause?: unknown }).cause;
+  if (!e) return error;
+  let detail: Record<string, string> = {};
+  try {
+    detail = JSON.parse(String((e as { detail?: string }).detail ?? '{}'));
+  } catch {
+    return error;
+  }
+  switch (detail.type) {
+    case 'InvalidInputError':
+      return new InvalidInputError(detail.field, detail.detail);
+    case 'SessionNotFoundError':
+      return new SessionNotFoundError(detail.sessionId);
+    case 'SessionConflictError':
+      return new SessionConflictError(detail.sessionId, detail.detail);
+    case 'LineageClosedError':
+      return new LineageClosedError(detail.lineageId);
+    default:
+      return error;
+  }
+}
+
+/** Calls one data-plane SQL function and returns its jsonb answer, with typed errors. */
+async function callFunction<T>(db: Executor, query: ReturnType<typeof sql>): Promise<T> {
+  try {
+    const { rows } = await db.execute(query);
+    return (rows[0] as { result: T }).result;
+  } catch (error) {
+    throw dataPlaneError(error);
+  }
+}
+
+/** Creates a lineage with its root session (SQL `session_create`). Idempotent for the same parameters. */
 export async function createSession(
   db: Database,
   input: { sessionId: string; source?: string; mode: CompactionMode; compactAtTokens?: number; model?: string; contextWindow?: number },
 ): Promise<LineageInfo> {
-  return db.transaction(async (tx) => {
-    const inserted = await tx
-      .insert(lineages)
-      .values({
-        id: input.sessionId,
-        headSessionId: input.sessionId,
-        mode: input.mode,
-        source: input.source ?? null,
-        compactAtTokens: input.compactAtTokens ?? null,
-        model: input.model ?? null,
-        contextWindow: input.contextWindow ?? null,
-      })
-      .onConflictDoNothing()
-      .returning({ id: lineages.id });
-    if (inserted.length === 1) {
-      await tx.insert(sessions).values({ id: input.sessionId, lineageId: input.sessionId, source: input.source ?? null });
-      return {
-        lineageId: input.sessionId,
-        headSessionId: input.sessionId,
-        generation: 0,
-        mode: input.mode,
-        source: input.source ?? null,
-        compactAtTokens: input.compactAtTokens ?? null,
-        model: input.model ?? null,
-        contextWindow: input.contextWindow ?? null,
-        closed: false,
-      };
-    }
-    const [session] = await tx.select().from(sessions).where(eq(sessions.id, input.sessionId));
-    if (!session || session.lineageId !== input.sessionId) {
-      throw new SessionConflictError(input.sessionId, 'as a compaction child in another lineage');
-    }
-    const lineage = await lineageOf(tx, input.sessionId);
-    if (lineage.mode !== input.mode) throw new SessionConflictError(input.sessionId, `with mode ${lineage.mode}`);
-    if ((lineage.source ?? undefined) !== input.source) throw new SessionConflictError(input.sessionId, `with source ${JSON.stringify(lineage.source)}`);
-    if ((lineage.compactAtTokens ?? undefined) !== input.compactAtTokens) {
-      throw new SessionConflictError(input.sessionId, `with compactAtTokens ${JSON.stringify(lineage.compactAtTokens)}`);
-    }
-    if ((lineage.model ?? undefined) !== input.model) throw new SessionConflictError(input.sessionId, `with model ${JSON.stringify(lineage.model)}`);
-    if ((lineage.contextWindow ?? undefined) !== input.contextWindow) {
-      throw new SessionConflictError(input.sessionId, `with contextWindow ${JSON.stringify(lineage.contextWindow)}`);
-    }
-    return lineage;
-  });
+  const created = await callFunction<LineageInfo & { created: boolean }>(
+    db,
+    sql`select session_create(${input.sessionId}, ${input.source ?? null}, ${input.mode}, ${input.compactAtTokens ?? null}::integer, ${input.model ?? null}::text, ${input.contextWindow ?? null}::integer) as result`,
+  );
+  const { created: _created, ...lineage } = created;
+  return lineage;
 }
 
 type LineageRow = typeof lineages.$inferSelect;
@@ -152,70 +152,45 @@ export async function lineageOf(db: Executor, sessionId: string, options: { forU
 export interface AppendResult {
   /** The head the messages landed in. */
   sessionId: string;
+  lineageId: string;
   firstSeq: number;
   lastSeq: number;
   count: number;
-  /** Tokens of the head after the append (counted with the lineage model's tokenizer, or estimated). */
+  /** Tokens of the head after the append (the caller's counts, or the SQL estimate). */
   headTokens: number;
-  /** The lineage sequence number of the last message appended. */
+  /** The lineage sequence numbers of the first and last message appended. */
+  firstLineageSeq: number;
   lastLineageSeq: number;
   /** Set when this append requested an automatic compaction: the request id to send it under. */
   autoCompactionRequestId?: string;
+  /** True when this answer is the first append's, for a batch resent with its append key. */
+  replayed: boolean;
 }
 
 /**
- * Appends to the lineage's head, whichever session id of the lineage is given. The lineage
- * row is locked for the few milliseconds of the insert, which orders appends against a
- * compaction's commit: an append lands either before the commit (and is carried into the
- * new head) or after it (in the new head). Messages must be validated by the caller, and
- * `tokens[i]` is message i's token count. The same statement decides, under the same lock,
- * whether this append requests an automatic compaction (see AutoCompactionPolicy).
+ * Appends to the lineage's head, whichever session id of the lineage is given, with the SQL
+ * function `session_append` (one round trip; see docs/wire-contract.md). It locks the
+ * lineage row for the few milliseconds of the insert, which orders appends against a
+ * compaction's commit: an append lands either before the commit (and is carried into the new
+ * head) or after it (in the new head). The function validates the batch's structure (callers
+ * check their size limits), stores `tokens[i]` as message i's count (the SQL estimate when
+ * absent) and decides, under the same lock, whether this append requests an automatic
+ * compaction (see AutoCompactionPolicy). With an `appendKey`, a resent batch answers the
+ * first append and writes nothing.
  */
 export async function appendMessages(
-  db: Database,
+  db: Executor,
   sessionId: string,
   batch: readonly ChatMessage[],
-  tokens: readonly number[],
+  tokens?: readonly number[],
   policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
+  options: { appendKey?: string } = {},
 ): Promise<AppendResult> {
-  return db.transaction(async (tx) => {
-    const lineage = await lineageRowOf(tx, sessionId, { forUpdate: true });
-    if (lineage.closedAt) throw new LineageClosedError(lineage.id);
-    const head = lineage.headSessionId;
-    const [{ maxSeq }] = await tx
-      .select({ maxSeq: sql<number>`coalesce(max(${messages.seq}), 0)::int` })
-      .from(messages)
-      .where(eq(messages.sessionId, head));
-    const rows = batch.map((m, i) => messageRow(head, maxSeq + 1 + i, m, tokens[i], { lineageSeq: lineage.appendedCount + 1 + i }));
-    await tx.insert(messages).values(rows);
-    const headTokens = lineage.headTokens + rows.reduce((sum, r) => sum + r.tokenEstimate, 0);
-    const lastLineageSeq = lineage.appendedCount + batch.length;
-    const requestId = `threshold:${head}:${lastLineageSeq}`;
-    const fire = sql`(${lineages.compactAtTokens} is not null and ${headTokens} >= ${lineages.compactAtTokens}
-      and not (${lineages.autoRequestId} is not null and ${lineages.autoRequestGeneration} = ${lineages.generation}
-               and ${lineages.autoRequestedAt} > now() - make_interval(secs => ${policy.resendAfterMs / 1000}))
-      and (${lineages.autoCooldownUntil} is null or ${lineages.autoCooldownUntil} <= now()))`;
-    const [updated] = await tx
-      .update(lineages)
-      .set({
-        appendedCount: lastLineageSeq,
-        headTokens,
-        autoRequestId: sql`case when ${fire} then ${requestId} else ${lineages.autoRequestId} end`,
-        autoRequestGeneration: sql`case when ${fire} then ${lineages.generation} else ${lineages.autoRequestGeneration} end`,
-        autoRequestedAt: sql`case when ${fire} then now() else ${lineages.autoRequestedAt} end`,
-      })
-      .where(eq(lineages.id, lineage.id))
-      .returning({ autoRequestId: lineages.autoRequestId });
-    return {
-      sessionId: head,
-      firstSeq: maxSeq + 1,
-      lastSeq: maxSeq + batch.length,
-      count: batch.length,
-      headTokens,
-      lastLineageSeq,
-      ...(updated.autoRequestId === requestId ? { autoCompactionRequestId: requestId } : {}),
-    };
-  });
+  const counts = tokens ? sql`${`{${tokens.join(',')}}`}::integer[]` : sql`null::integer[]`;
+  return callFunction<AppendResult>(
+    db,
+    sql`select session_append(${sessionId}, ${JSON.stringify(batch)}::jsonb, ${options.appendKey ?? null}::text, ${counts}, ${Math.round(policy.resendAfterMs)}::bigint) as result`,
+  );
 }
 
 /**
@@ -223,7 +198,7 @@ export async function appendMessages(
  * append requests it again.
  */
 export async function releaseAutoCompaction(db: Database, lineageId: string, requestId: string): Promise<void> {
-  await db.update(lineages).set({ autoRequestId: null }).where(and(eq(lineages.id, lineageId), eq(lineages.autoRequestId, requestId)));
+  await callFunction(db, sql`select session_release_auto_compaction(${lineageId}, ${requestId}) as result`);
 }
 
 /**
@@ -269,16 +244,9 @@ export interface Transcript {
   messages: SessionMessage[];
 }
 
-/** The transcript of the lineage head reached from any session id of the lineage. */
+/** The transcript of the lineage head reached from any session id of the lineage (SQL `session_transcript`). */
 export async function headTranscript(db: Database, sessionId: string, options: { includeArchived?: boolean } = {}): Promise<Transcript & { archived?: Array<SessionMessage & { archivedAt: string }> }> {
-  const lineage = await lineageOf(db, sessionId);
-  const rows = await sessionMessages(db, lineage.headSessionId, { includeArchived: options.includeArchived });
-  const live = rows.filter((r) => r.archivedAt === null).map((r) => ({ seq: r.seq, ...rowToMessage(r) }));
-  const result: Transcript & { archived?: Array<SessionMessage & { archivedAt: string }> } = { sessionId: lineage.headSessionId, messages: live };
-  if (options.includeArchived) {
-    result.archived = rows.filter((r) => r.archivedAt !== null).map((r) => ({ seq: r.seq, archivedAt: r.archivedAt!.toISOString(), ...rowToMessage(r) }));
-  }
-  return result;
+  return callFunction(db, sql`select session_transcript(${sessionId}, ${options.includeArchived ?? false}) as result`);
 }
 
 export interface LineageSession {
@@ -289,31 +257,10 @@ export interface LineageSession {
   messageCount: number;
 }
 
-/** Root to head: each session of the lineage with its live message count. */
+/** Root to head: each session of the lineage with its live message count (SQL `session_lineage`). */
 export async function lineageSessions(db: Database, sessionId: string): Promise<{ lineageId: string; headSessionId: string; sessions: LineageSession[] }> {
-  const lineage = await lineageOf(db, sessionId);
-  const rows = await db
-    .select({
-      sessionId: sessions.id,
-      parentSessionId: sessions.parentSessionId,
-      endedAt: sessions.endedAt,
-      endReason: sessions.endReason,
-      messageCount: sql<number>`(select count(*) from messages m where m.session_id = "sessions"."id" and m.archived_at is null)::int`,
-    })
-    .from(sessions)
-    .where(eq(sessions.lineageId, lineage.lineageId))
-    .orderBy(asc(sessions.generation), asc(sessions.startedAt));
-  return {
-    lineageId: lineage.lineageId,
-    headSessionId: lineage.headSessionId,
-    sessions: rows.map((r) => ({
-      sessionId: r.sessionId,
-      parentSessionId: r.parentSessionId,
-      endedAt: r.endedAt ? r.endedAt.toISOString() : null,
-      endReason: r.endReason,
-      messageCount: r.messageCount,
-    })),
-  };
+  const lineage = await callFunction<{ lineageId: string; headSessionId: string; sessions: LineageSession[] }>(db, sql`select session_lineage(${sessionId}) as result`);
+  return { lineageId: lineage.lineageId, headSessionId: lineage.headSessionId, sessions: lineage.sessions };
 }
 
 /** Marks a lineage closed: it takes no more appends or compactions. Idempotent. */

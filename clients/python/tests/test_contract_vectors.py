@@ -1,0 +1,101 @@
+"""The shared contract vectors (contract/vectors/*.json), from Python. The TypeScript tests
+run the same files (test/contract-vectors.test.ts)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+import session_compaction as sc
+from session_compaction.errors import from_failure
+
+from .conftest import unique_id, vectors
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+ERRORS = {name: getattr(sc, name) for name in ("InvalidInputError", "SessionConflictError", "SessionNotFoundError", "LineageClosedError", "BackgroundCompactionRejectedError")}
+
+
+async def lineage_rows(db, lineage_id: str) -> int:
+    row = await (await db.execute("select count(*) from messages m join sessions s on s.id = m.session_id where s.lineage_id = %s", (lineage_id,))).fetchone()
+    return row[0]
+
+
+@pytest.mark.parametrize("case", vectors("append-errors.json")["cases"], ids=lambda c: c["name"])
+async def test_append_refuses(client, db, case):
+    sid = unique_id("py-vec")
+    await client.create_session(sid)
+    with pytest.raises(sc.InvalidInputError) as error:
+        await client.append(sid, case["messages"], append_key=case.get("appendKey"), token_counts=case.get("tokenCounts"))
+    assert error.value.field == case["field"]
+    assert str(error.value) == case["message"]
+    assert await lineage_rows(db, sid) == 0
+
+
+@pytest.mark.parametrize("case", vectors("create-errors.json")["cases"], ids=lambda c: c["name"])
+async def test_create_refuses(client, case):
+    existing = case.get("existing")
+    sid = unique_id(case["sessionId"]) if existing else case["sessionId"]
+    if existing:
+        await client.create_session(sid, mode=existing.get("mode", "rotate"), source=existing.get("source"))
+    with pytest.raises(ERRORS[case["type"]]) as error:
+        await client.create_session(sid, mode=case.get("mode", "rotate"), source=case.get("source"), compact_at_tokens=case.get("compactAtTokens"))
+    assert str(error.value) == case["message"].replace(json.dumps(case["sessionId"]), json.dumps(sid))
+    if "field" in case:
+        assert error.value.field == case["field"]
+
+
+async def test_token_estimates(client, db):
+    cases = vectors("token-estimates.json")["cases"]
+    sid = unique_id("py-tokens")
+    await client.create_session(sid)
+    await client.append(sid, [c["message"] for c in cases])
+    rows = await (await db.execute("select token_estimate from messages where session_id = %s order by seq", (sid,))).fetchall()
+    assert [r[0] for r in rows] == [c["tokens"] for c in cases]
+
+
+async def test_append_results(client, db):
+    spec = vectors("append-results.json")
+    sid = unique_id("py-results")
+    await client.create_session(sid, compact_at_tokens=spec["compactAtTokens"])
+    ledger = 0
+    for step in spec["steps"]:
+        result = await client.append(sid, step["messages"], append_key=step.get("appendKey"), token_counts=step.get("tokenCounts"))
+        expect = json.loads(json.dumps(step["expect"]).replace("$SESSION", sid))
+        if "autoCompactionRequestId" in expect:  # the client sent it as the signal
+            assert result.pop("compactionRequestId") == expect.pop("autoCompactionRequestId")
+        assert result == {"sessionId": sid, "lineageId": sid, **expect}
+        if not result["replayed"]:
+            ledger += len(step["messages"])
+        assert await lineage_rows(db, sid) == ledger
+    with pytest.raises(sc.InvalidInputError) as error:
+        await client.append(sid, [{"role": "user", "content": "different"}], append_key="k1")
+    assert error.value.field == "appendKey"
+    assert await lineage_rows(db, sid) == ledger
+
+
+@pytest.mark.parametrize("case", vectors("compact-requests.json")["cases"], ids=lambda c: c["name"])
+async def test_update_validator_refuses(client, case):
+    head = unique_id("py-vec-compact")
+    await client.create_session(head)
+    await client.append(head, [{"role": "user", "content": "hello"}])
+    request = {k: head if v == "$HEAD" else "x" * 1001 if v == "$1001" else v for k, v in case["request"].items()}
+    # The client's own check (needed before a signal) agrees with the vector...
+    with pytest.raises(ERRORS[case["type"]]) as local:
+        sc.check_compact_request(request)
+    if "field" in case:
+        assert local.value.field == case["field"]
+    # ...and so does the workflow's Update validator, reached directly.
+    handle = client.temporal.get_workflow_handle(sc.lineage_workflow_id(head))
+    with pytest.raises(WorkflowUpdateFailedError) as remote:
+        await handle.execute_update("compact", request)
+    cause = remote.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == case["type"]
+    typed = from_failure(cause.type, cause.message, head)
+    assert isinstance(typed, ERRORS[case["type"]])
+    if "field" in case:
+        assert typed.field == case["field"]
+    assert (await client.state(head))["compactions"] == 0

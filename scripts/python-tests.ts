@@ -1,0 +1,76 @@
+/**
+ * Runs the Python client's tests (clients/python/tests, pytest from the project's .venv)
+ * against the same real stack as `npm test`: embedded PostgreSQL (migrated), the Temporal dev
+ * server, the local OpenAI-compatible server (summaries take 300 ms, so appends land during
+ * compactions) and a worker. Exits with pytest's exit code; counts go to
+ * .test-run/pytest.xml (JUnit) for .ci/run's closing line.
+ *
+ *   npm run test:python [-- pytest args]
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { loadConfig, PROJECT_ROOT } from '../src/config';
+import { openDatabase, runMigrations } from '../src/db/database';
+import { startEmbeddedPostgres } from '../src/dev/postgres';
+import { findTemporalCli } from '../src/dev/temporal-cli';
+import { freePort, startLocalTemporal } from '../src/dev/temporal-server';
+import { createSessionWorker, installRuntime } from '../src/worker';
+import { startFakeLlm } from '../test/support/fake-llm';
+
+async function main(): Promise<number> {
+  const python = path.join(PROJECT_ROOT, '.venv/bin/python');
+  if (!existsSync(python)) {
+    console.error('no .venv: create it with `python3 -m venv .venv && .venv/bin/pip install -e "clients/python[test]"` (.ci/run does)');
+    return 2;
+  }
+  const runDir = path.join(PROJECT_ROOT, '.test-run', `python-${process.pid}`);
+  mkdirSync(runDir, { recursive: true });
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    const pg = await startEmbeddedPostgres({ dataDir: path.join(runDir, 'postgres'), port: await freePort(), database: 'session_compaction' });
+    stops.push(() => pg.stop());
+    const server = await startLocalTemporal({ cliPath: findTemporalCli(), port: await freePort(), headless: true, log: console.warn });
+    stops.push(() => server.stop());
+    const llm = await startFakeLlm();
+    llm.setDefault({ delayMs: 300 });
+    stops.push(() => llm.close());
+
+    const env: Record<string, string> = {
+      TEMPORAL_ADDRESS: server.address,
+      TEMPORAL_TASK_QUEUE: 'python-tests',
+      DATABASE_URL: pg.url,
+      OPENAI_API_KEY: 'test-key',
+      OPENAI_BASE_URL: llm.baseURL,
+      COMPACTION_MODEL: 'fake-model',
+      COMPACTION_TAIL_TOKENS: '200',
+    };
+    const config = loadConfig(env);
+    installRuntime(config, 'WARN');
+    const database = openDatabase(config.databaseUrl);
+    await runMigrations(database);
+    const worker = await createSessionWorker({ config, database, log: () => undefined });
+    const running = worker.run();
+    stops.push(async () => {
+      worker.shutdown();
+      await running;
+      await database.close();
+    });
+
+    const junit = path.join(PROJECT_ROOT, '.test-run', 'pytest.xml');
+    const args = ['-m', 'pytest', path.join(PROJECT_ROOT, 'clients/python/tests'), `--junitxml=${junit}`, '-q', ...process.argv.slice(2)];
+    const child = spawn(python, args, { cwd: path.join(PROJECT_ROOT, 'clients/python'), env: { ...process.env, ...env }, stdio: 'inherit' });
+    return await new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch((error) => console.warn(`stopping: ${error}`));
+    rmSync(runDir, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
