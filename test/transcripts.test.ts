@@ -226,4 +226,23 @@ describe('the audit', () => {
     const tampered = await stack().client.audit();
     expect(tampered.duplicatedMessages).toBe(before.duplicatedMessages + 1);
   });
+
+  it('counts a keyed batch stored twice, and a resent keyed batch is stored once', async () => {
+    const id = uniqueId('key');
+    await stack().client.createSession({ sessionId: id });
+    const batch = [{ role: 'user', content: 'keyed one' }, { role: 'assistant', content: 'keyed two' }];
+    const first = await stack().client.append(id, batch, { appendKey: 'batch-1' });
+    const again = await stack().client.append(id, batch, { appendKey: 'batch-1' }); // a resend after a lost answer
+    expect(again).toMatchObject({ lastLineageSeq: first.lastLineageSeq, replayed: true });
+    expect((await stack().client.transcript(id)).messages).toHaveLength(2);
+    const before = await stack().client.audit();
+    expect(before.duplicatedByKey).toBe(0);
+    // A writer past the function stores the batch's first row again under the same key.
+    await stack().db.db.execute(sql`
+      insert into messages (session_id, seq, role, content, token_estimate, lineage_seq, append_key)
+      select session_id, seq + 1000, role, content, token_estimate, lineage_seq + 1000, append_key from messages
+      where session_id = ${id} and append_key = 'batch-1' and seq = 1`);
+    expect((await stack().client.audit()).duplicatedByKey).toBe(1);
+    expect((await stack().client.auditLineage(id)).duplicatedByKey).toBe(1);
+  });
 });

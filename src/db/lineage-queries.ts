@@ -351,6 +351,13 @@ export async function auditLineage(db: Database, sessionOrLineageId: string): Pr
       select g.appended_count - (
         select count(distinct m.lineage_seq) from messages m join sessions s on s.id = m.session_id where s.lineage_id = g.id and m.lineage_seq is not null
       ) as n from lineages g where g.id = ${lineageId}`),
+    duplicatedByKey: await count(sql`
+      select coalesce(sum(greatest(0, stored.n - (k.result->>'count')::int)), 0) as n from append_keys k
+      join (
+        select m.append_key, count(*) as n from messages m join sessions s on s.id = m.session_id
+        where s.lineage_id = ${lineageId} and m.append_key is not null and m.written_by_compaction is null group by 1
+      ) stored on stored.append_key = k.append_key
+      where k.lineage_id = ${lineageId}`),
     details: { forkedParents, orphanSessions, lostMessageIds },
   };
 }

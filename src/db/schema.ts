@@ -93,6 +93,8 @@ export const messages = pgTable(
     originMessageId: bigint('origin_message_id', { mode: 'number' }),
     /** The compaction that wrote this row (summary, kept head/tail, carried copy), or null for an append. */
     writtenByCompaction: text('written_by_compaction'),
+    /** The append key of the batch that appended this row, when the caller gave one (the audit counts duplicates by key). */
+    appendKey: text('append_key'),
     /** Set when an in-place compaction replaced the row; archived rows stay for audit. */
     archivedAt: timestamp('archived_at', { withTimezone: true }),
     archivedByCompaction: text('archived_by_compaction'),

@@ -289,6 +289,8 @@ export interface AuditReport {
   duplicatedMessages: number;
   /** Numbers missing from a lineage's append sequence (rows that vanished). */
   sequenceGaps: number;
+  /** Rows beyond the batch an append key stored: a keyed batch stored more than once. */
+  duplicatedByKey: number;
   details: { forkedParents: string[]; orphanSessions: string[]; lostMessageIds: number[] };
 }
 
@@ -331,6 +333,12 @@ export async function audit(db: Database): Promise<AuditReport> {
       select coalesce(sum(n - 1), 0) as n from (
         select count(*) as n from messages where lineage_seq is not null and archived_at is null group by session_id, lineage_seq having count(*) > 1
       ) d`),
+    duplicatedByKey: await count(sql`
+      select coalesce(sum(greatest(0, stored.n - (k.result->>'count')::int)), 0) as n from append_keys k
+      join (
+        select s.lineage_id, m.append_key, count(*) as n from messages m join sessions s on s.id = m.session_id
+        where m.append_key is not null and m.written_by_compaction is null group by 1, 2
+      ) stored on stored.lineage_id = k.lineage_id and stored.append_key = k.append_key`),
     sequenceGaps: await count(sql`
       select coalesce(sum(g.appended_count - coalesce(present.n, 0)), 0) as n from lineages g
       left join (
