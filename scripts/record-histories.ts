@@ -9,6 +9,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import { Client, Connection } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import { SessionsClient } from '../src/client';
@@ -28,12 +29,17 @@ async function main(): Promise<void> {
   const database = openDatabase(config.databaseUrl);
   const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
   let silenceFirstAttempt = false;
+  let failAfterCommit = false;
   const sessionWorker = await createSessionWorker({
     config,
     connection: nativeConnection,
     database,
     log: () => undefined,
     heartbeat: (details) => {
+      // An attempt whose commit landed but whose report is lost: it fails for good after committing.
+      if (failAfterCommit && (details as { phase?: string }).phase === 'committed') {
+        throw ApplicationFailure.nonRetryable('the attempt was lost after its commit', 'SummariserAuthError');
+      }
       if (!silenceFirstAttempt || Context.current().info.attempt > 1) Context.current().heartbeat(details);
     },
   });
@@ -114,6 +120,13 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 6000));
     silenceFirstAttempt = false;
     await save('lost-lease', 'lost-lease');
+
+    // Abort adopting a commit: the activity fails for good after its commit landed; the workflow
+    // records the abort, finds the job committed in Postgres, and answers compacted.
+    failAfterCommit = true;
+    await client.compact(await session('abort-adopts-commit'));
+    failAfterCommit = false;
+    await save('abort-adopts-commit', 'abort-adopts-commit');
 
     // Queued while a job runs: a request naming another session waits, then is judged stale.
     await client.compact(await session('queued-while-running'));

@@ -17,6 +17,7 @@ const callOf = (id: string) => ({ id, type: 'function' as const, function: { nam
 const call = (...ids: string[]): ChatMessage => ({ role: 'assistant', content: null, tool_calls: ids.map(callOf) });
 const result = (id: string, content = 'ok'): ChatMessage => ({ role: 'tool', tool_call_id: id, content });
 const at = (messages: readonly ChatMessage[], indices: readonly number[]) => indices.map((i) => messages[i]);
+const MESSAGE_OVERHEAD = 4;
 const OPTIONS: PlanOptions = { tailTokenBudget: 200, minTailGroups: 2, headGroups: 2, force: false };
 
 describe('token counts', () => {
@@ -38,6 +39,9 @@ describe('token counts', () => {
     const text = user('a'.repeat(4000));
     expect(gpt4o.count(text)).toBeLessThan(estimateTokens(text));
     expect(gpt4o.count(call('x'))).toBeGreaterThan(gpt4o.count({ role: 'assistant', content: null }));
+    // A special-token string a user wrote is ordinary text: counted, never an error.
+    expect(gpt4o.count(user('<|endoftext|> and <|im_start|>'))).toBeGreaterThan(MESSAGE_OVERHEAD + 2);
+    expect(tokenCounterFor('gpt-4').count(user('<|endoftext|>'))).toBeGreaterThan(MESSAGE_OVERHEAD + 1);
   });
 
   it('knows the context windows of common models', () => {

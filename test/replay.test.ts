@@ -44,6 +44,13 @@ describe('replay of recorded session workflow histories', () => {
       expect(count(e, 'ACTIVITY_TASK_FAILED')).toBe(1);
       expect(e.some((x) => x.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toBe(true);
     },
+    'abort-adopts-commit.json': (e) => {
+      // The activity failed for good after its commit; the recorded abort found the commit, and the caller got it.
+      expect(count(e, 'ACTIVITY_TASK_FAILED')).toBe(1);
+      expect(e.some((x) => x.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toBe(true);
+      const completed = e.find((x) => x.workflowExecutionUpdateCompletedEventAttributes)!.workflowExecutionUpdateCompletedEventAttributes;
+      expect(JSON.parse(Buffer.from(completed.outcome.success.payloads[0].data, 'base64').toString('utf8'))).toMatchObject({ outcome: 'compacted' });
+    },
     'lost-lease.json': (e) => expect(e.find((x) => x.activityTaskStartedEventAttributes)!.activityTaskStartedEventAttributes.attempt).toBeGreaterThanOrEqual(2),
     'queued-while-running.json': (e) => {
       // An Update accepted while the second summary ran (between its scheduling and completion).

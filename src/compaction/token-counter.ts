@@ -42,7 +42,9 @@ export function contextWindowOf(model: string | null | undefined): number | unde
   return CONTEXT_WINDOWS.find(([pattern]) => pattern.test(name))?.[1];
 }
 
-type Encoder = { countTokens(text: string): number };
+type Encoder = { countTokens(text: string, options?: { disallowedSpecial?: Set<string> }): number };
+/** Special-token strings (`<|endoftext|>`) in a message are text a user wrote: counted as ordinary text, never refused. */
+const ORDINARY = { disallowedSpecial: new Set<string>() };
 const encoders = new Map<TokenizerName, Encoder>();
 
 function encoder(name: Exclude<TokenizerName, 'estimate'>): Encoder {
@@ -66,7 +68,7 @@ export function tokenCounterFor(model: string | null | undefined): TokenCounter 
     tokenizer,
     count(message) {
       let tokens = MESSAGE_OVERHEAD_TOKENS;
-      for (const text of messageTexts(message)) if (text) tokens += enc.countTokens(text);
+      for (const text of messageTexts(message)) if (text) tokens += enc.countTokens(text, ORDINARY);
       return tokens;
     },
   };
