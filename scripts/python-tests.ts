@@ -2,7 +2,8 @@
  * Runs the Python client's tests (clients/python/tests, pytest from the project's .venv)
  * against the same real stack as `npm test`: embedded PostgreSQL (migrated), the Temporal dev
  * server, the local OpenAI-compatible server (summaries take 300 ms, so appends land during
- * compactions) and a worker. Exits with pytest's exit code; counts go to
+ * compactions) and a worker, after writing the Python client's BPE rank files
+ * (scripts/python-token-ranks.ts). Exits with pytest's exit code; counts go to
  * .test-run/pytest.xml (JUnit) for .ci/run's closing line.
  *
  *   npm run test:python [-- pytest args]
@@ -17,6 +18,7 @@ import { findTemporalCli } from '../src/dev/temporal-cli';
 import { freePort, startLocalTemporal } from '../src/dev/temporal-server';
 import { createSessionWorker, installRuntime } from '../src/worker';
 import { startFakeLlm } from '../test/support/fake-llm';
+import { writeRankFiles } from './python-token-ranks';
 
 async function main(): Promise<number> {
   const python = path.join(PROJECT_ROOT, '.venv/bin/python');
@@ -24,6 +26,8 @@ async function main(): Promise<number> {
     console.error('no .venv: create it with `python3 -m venv .venv && .venv/bin/pip install -e "clients/python[test]"` (.ci/run does)');
     return 2;
   }
+  // The Python client counts tokens with the same BPE ranks as gpt-tokenizer (git-ignored files).
+  writeRankFiles(console.log);
   const runDir = path.join(PROJECT_ROOT, '.test-run', `python-${process.pid}`);
   mkdirSync(runDir, { recursive: true });
   const stops: Array<() => Promise<void>> = [];

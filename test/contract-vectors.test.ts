@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { tokenCounterFor, tokenizerFor } from '../src/compaction/token-counter';
 import { estimateTokens } from '../src/compaction/tokens';
 import type { ChatMessage } from '../src/compaction/messages';
 import { PROJECT_ROOT } from '../src/config';
@@ -60,6 +61,29 @@ describe('the data plane SQL functions', () => {
     const stored = (await db().execute(sql`select token_estimate as t from messages where session_id = ${id} order by seq`)).rows.map((r) => Number((r as { t: number }).t));
     expect(stored).toEqual(cases.map((c) => c.tokens));
     expect(cases.map((c) => estimateTokens(c.message))).toEqual(cases.map((c) => c.tokens));
+  });
+
+  it('counts the tokens of the vectors per model (token-counts.json); an unknown model gets the stored estimate', async () => {
+    const { tokenizers, models, cases } = vectors('token-counts.json') as {
+      tokenizers: Record<string, string>;
+      models: string[];
+      cases: Array<{ name: string; message: ChatMessage; tokens: Record<string, number> }>;
+    };
+    for (const [model, tokenizer] of Object.entries(tokenizers)) expect([model, tokenizerFor(model)]).toEqual([model, tokenizer]);
+    expect(models.map(tokenizerFor)).toEqual(['o200k_base', 'cl100k_base', 'estimate']);
+    for (const model of models) {
+      const counter = tokenCounterFor(model);
+      expect(cases.map((c) => [c.name, counter.count(c.message)])).toEqual(cases.map((c) => [c.name, c.tokens[model]]));
+    }
+    // The unknown model's column is what session_append stores when it is given no counts.
+    const id = uniqueId('vec-counts');
+    await store.createSession(db(), { sessionId: id, mode: 'rotate', model: models[2] });
+    await store.appendMessages(db(), id, cases.map((c) => c.message));
+    const stored = (await db().execute(sql`select token_estimate as t from messages where session_id = ${id} order by seq`)).rows.map((r) => Number((r as { t: number }).t));
+    expect(stored).toEqual(cases.map((c) => c.tokens[models[2]]));
+    // The vectors tell the encodings apart: a client that picked the wrong one would fail.
+    expect(cases.some((c) => c.tokens[models[0]] !== c.tokens[models[1]])).toBe(true);
+    expect(cases.some((c) => c.tokens[models[0]] !== c.tokens[models[2]])).toBe(true);
   });
 
   it('answers the sequence of appends of the vectors; a resend with its key stores nothing', async () => {

@@ -10,9 +10,12 @@ from .errors import (
     SessionCompactionError,
     SessionConflictError,
     SessionNotFoundError,
+    TokenizerUnavailableError,
 )
+from .tokens import MESSAGE_OVERHEAD_TOKENS, token_counts, tokenizer_for
 
 __all__ = [
+    "MESSAGE_OVERHEAD_TOKENS",
     "BackgroundCompactionRejectedError",
     "Config",
     "ConnectionConfigError",
@@ -22,10 +25,13 @@ __all__ = [
     "SessionConflictError",
     "SessionNotFoundError",
     "SessionsClient",
+    "TokenizerUnavailableError",
     "check_compact_request",
     "check_session_id",
     "connect",
     "lineage_workflow_id",
     "load_config",
     "temporal_connect_options",
+    "token_counts",
+    "tokenizer_for",
 ]

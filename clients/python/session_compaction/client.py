@@ -30,6 +30,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from .config import Config, load_config, temporal_connect_options
+from .tokens import TokenizerName, token_counts_with, tokenizer_for
 from .errors import (
     BackgroundCompactionRejectedError,
     InvalidInputError,
@@ -129,6 +130,7 @@ class SessionsClient:
         self._settings = dict(settings)
         #: How often compact() met the in-flight Update limit and went by signal instead.
         self.update_limit_fallbacks = 0
+        self._tokenizers: dict[str, TokenizerName] = {}
 
     # ---- data plane (SQL functions) -------------------------------------------------------
 
@@ -184,13 +186,15 @@ class SessionsClient:
         """Appends a batch (all or nothing) to the lineage's head in one round trip; answers
         with the head it landed in and its ranges. With ``append_key`` a resend after a lost
         answer is stored once (``replayed: True``). ``token_counts`` (one per message) are
-        stored as given; without them the SQL function stores its estimate. An append that
+        stored as given; without them the client counts with the tokenizer of the lineage's
+        ``model`` (the same counts as the TypeScript client: o200k_base or cl100k_base for
+        OpenAI models), and for other models the SQL function stores its estimate. An append that
         leaves the head at or above the lineage's threshold may request a compaction (the
         policy runs in ``session_append``); this sends it as the signal and answers its id
         as ``compactionRequestId``. If the signal fails, the next append sends it again."""
         check_session_id(session_id)
         self._check_limits(messages)
-        counts = list(token_counts) if token_counts is not None else None
+        counts = list(token_counts) if token_counts is not None else token_counts_with(await self._tokenizer(session_id), messages)
         appended: dict[str, Any] = await self._call(
             "select session_append(%s, %s, %s, %s::integer[], %s::bigint)",
             (session_id, Jsonb(list(messages)), append_key, counts, self.config.auto_compaction_resend_ms),
@@ -205,6 +209,18 @@ class SessionsClient:
             with contextlib.suppress(Exception):
                 await self._call("select session_release_auto_compaction(%s, %s)", (appended["lineageId"], request_id))
             return appended | {"compactionRequestError": f"could not request the compaction: {error}"}
+
+    async def _tokenizer(self, session_id: str) -> TokenizerName:
+        """The lineage's tokenizer; its model never changes, so it is remembered per session id."""
+        known = self._tokenizers.get(session_id)
+        if known is not None:
+            return known
+        lineage = await self.lineage(session_id)
+        tokenizer = tokenizer_for(lineage.get("model"))
+        if len(self._tokenizers) >= 10_000:
+            self._tokenizers.clear()
+        self._tokenizers[session_id] = tokenizer
+        return tokenizer
 
     def _check_limits(self, messages: Sequence[Mapping[str, Any]]) -> None:
         """Size limits are each client's configuration (MAX_APPEND_MESSAGES, ...); the SQL

@@ -97,3 +97,13 @@ def from_failure(failure_type: str | None, message: str, lineage_id: str) -> Ses
             return InvalidInputError("sessionId", message)
         return InvalidInputError("request", message)
     return None
+
+
+class TokenizerUnavailableError(SessionCompactionError):
+    """The lineage's model needs a tokenizer whose ranks are missing or damaged; nothing was
+    appended. The ranks come from the repository's node_modules (``npm run python:ranks``)."""
+
+    def __init__(self, encoding: str, detail: str) -> None:
+        super().__init__(f"the {encoding} tokenizer is unavailable: {detail}; run `npm run python:ranks` in the repository (after `npm ci`)")
+        self.encoding = encoding
+        self.detail = detail

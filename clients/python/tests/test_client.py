@@ -1,10 +1,16 @@
 """The Python client against the real stack: the whole cycle, stale callers, the signal and
-query path, closing, and typed errors."""
+query path, closing, typed errors, and the same token counts as the TypeScript client."""
 
 from __future__ import annotations
 
-import pytest
+import json
+import os
+import subprocess
 
+import pytest
+from psycopg.types.json import Jsonb
+
+import session_compaction as sc
 from session_compaction import (
     BackgroundCompactionRejectedError,
     InvalidInputError,
@@ -13,7 +19,7 @@ from session_compaction import (
     SessionNotFoundError,
 )
 
-from .conftest import conversation, unique_id
+from .conftest import PROJECT_ROOT, conversation, unique_id, vectors
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -127,3 +133,48 @@ async def test_close_session(client):
     with pytest.raises(LineageClosedError):
         await client.compact(sid)
     await client.close_session(sid)  # idempotent
+
+
+async def test_same_token_counts_as_typescript(client, db, tmp_path):
+    """The same batch appended to a gpt-4o lineage from Python and from the TypeScript client
+    (the `sessions` command) stores the same token counts, and they are the tokenizer's, not
+    the estimate session_append stores for a client that passes none."""
+    batch = [c["message"] for c in vectors("token-counts.json")["cases"]] + conversation(3)
+    py_sid, ts_sid, est_sid = unique_id("py-gpt4o"), unique_id("ts-gpt4o"), unique_id("est-gpt4o")
+    for sid in (py_sid, ts_sid, est_sid):
+        await client.create_session(sid, model="gpt-4o")
+    await client.append(py_sid, batch)
+    batch_file = tmp_path / "batch.json"
+    batch_file.write_text(json.dumps(batch))
+    subprocess.run(
+        ["node", "--import", "tsx", "src/client/cli.ts", "append", ts_sid, "--file", str(batch_file), "--json"],
+        cwd=PROJECT_ROOT, env=os.environ, capture_output=True, text=True, timeout=120, check=True,
+    )
+    await client._call("select session_append(%s, %s)", (est_sid, Jsonb(batch)))  # no counts: the SQL estimate
+
+    async def stored(sid: str) -> list[int]:
+        rows = await (await db.execute("select token_estimate from messages where session_id = %s order by seq", (sid,))).fetchall()
+        return [r[0] for r in rows]
+
+    from_python, from_typescript, estimate = await stored(py_sid), await stored(ts_sid), await stored(est_sid)
+    assert len(from_python) == len(batch)
+    assert from_python == from_typescript
+    assert from_python != estimate  # the counts are the tokenizer's: the mechanism landed
+
+
+async def test_missing_tokenizer_ranks_are_a_typed_error(client, db, tmp_path, monkeypatch):
+    """Without its rank file (or with a damaged one) an OpenAI-model append is refused with
+    TokenizerUnavailableError and writes nothing, rather than silently storing estimates."""
+    from session_compaction import tokens
+
+    sid = unique_id("py-noranks")
+    await client.create_session(sid, model="gpt-4")
+    monkeypatch.setattr(tokens, "_loaded", {})
+    monkeypatch.setattr(tokens, "RANKS_DIR", tmp_path)
+    with pytest.raises(sc.TokenizerUnavailableError, match="cl100k_base.*npm run python:ranks"):
+        await client.append(sid, [{"role": "user", "content": "hello"}])
+    (tmp_path / "cl100k_base.tiktoken").write_bytes(b"aGVsbG8= 0\n")
+    with pytest.raises(sc.TokenizerUnavailableError, match="SHA-256"):
+        await client.append(sid, [{"role": "user", "content": "hello"}])
+    row = await (await db.execute("select count(*) from messages where session_id = %s", (sid,))).fetchone()
+    assert row[0] == 0

@@ -99,3 +99,27 @@ async def test_update_validator_refuses(client, case):
     if "field" in case:
         assert typed.field == case["field"]
     assert (await client.state(head))["compactions"] == 0
+
+
+async def test_token_counts_per_model():
+    """tokens.py against token-counts.json, the counts the TypeScript client's
+    tokenCounterFor produces (test/contract-vectors.test.ts checks the same file)."""
+    spec = vectors("token-counts.json")
+    for model, tokenizer in spec["tokenizers"].items():
+        assert (model, sc.tokenizer_for(model)) == (model, tokenizer)
+    assert [sc.tokenizer_for(m) for m in spec["models"]] == ["o200k_base", "cl100k_base", "estimate"]
+    messages = [c["message"] for c in spec["cases"]]
+    for model in spec["models"][:2]:
+        assert list(zip([c["name"] for c in spec["cases"]], sc.token_counts(model, messages))) == [(c["name"], c["tokens"][model]) for c in spec["cases"]]
+    assert sc.token_counts(spec["models"][2], messages) is None  # session_append's estimate
+
+
+@pytest.mark.parametrize("model", vectors("token-counts.json")["models"])
+async def test_token_counts_stored(client, db, model):
+    """An append from Python stores the vector's counts for a lineage of each model."""
+    spec = vectors("token-counts.json")
+    sid = unique_id("py-counts")
+    await client.create_session(sid, model=model)
+    await client.append(sid, [c["message"] for c in spec["cases"]])
+    rows = await (await db.execute("select token_estimate from messages where session_id = %s order by seq", (sid,))).fetchall()
+    assert [r[0] for r in rows] == [c["tokens"][model] for c in spec["cases"]]
