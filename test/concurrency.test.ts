@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import { Pool } from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SessionsClient } from '../src/client';
+import { auditRows } from '../src/db/session-store';
 import { childrenOf, conversation, uniqueId, useTestStack } from './support/stack';
 
 const stack = useTestStack();
@@ -43,7 +44,12 @@ describe('concurrent compactions of one head', () => {
       expect(await stack().client.waitForResult(root, requestId)).toMatchObject({ outcome: 'compacted', sessionId: child });
     }
     expect(await childrenOf(stack(), root)).toEqual([child]);
-    expect(stack().llm.requests).toHaveLength(1);
+    // One job for all fifty; one summary per attempt of it (a spurious lease timeout on a loaded
+    // machine may add an attempt, never a second job).
+    const jobs = await auditRows(stack().db.db, root);
+    expect(jobs).toHaveLength(1);
+    expect(stack().llm.requests.length).toBeGreaterThanOrEqual(1);
+    expect(stack().llm.requests.length).toBeLessThanOrEqual(jobs[0].attempts);
     expect(await stack().client.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0 });
   });
 
