@@ -123,6 +123,22 @@ describe('auto-compaction', () => {
   });
 });
 
+describe('auto-compaction and append keys', () => {
+  it('a keyed append resent after a lost answer does not send its compaction request again', async () => {
+    const id = uniqueId('auto');
+    await stack().client.createSession({ sessionId: id, compactAt: 300 });
+    const batch = [{ role: 'user', content: words(400, 'k') }];
+    const first = await stack().client.append(id, batch, { appendKey: 'k-1' });
+    expect(first.compactionRequestId).toBeDefined();
+    const resent = await stack().client.append(id, batch, { appendKey: 'k-1' });
+    expect(resent).toMatchObject({ replayed: true, lastLineageSeq: first.lastLineageSeq });
+    expect(resent.compactionRequestId).toBeUndefined();
+    await stack().client.waitForResult(id, first.compactionRequestId!, { timeoutMs: 60_000 });
+    const jobs = await rowsOf(sql`select request_ids from compactions where lineage_id = ${id}`);
+    expect(jobs).toHaveLength(1);
+  });
+});
+
 describe('thresholds and token counts', () => {
   it('takes the threshold as a share of the context window, from the model or given', async () => {
     const a = uniqueId('pct');

@@ -172,6 +172,9 @@ function userErrorFrom(error: unknown, lineageId: string): Error {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** How long an append waits to send the compaction request it decided on; past it, the next append sends it. */
+const AUTO_REQUEST_TIMEOUT_MS = 30_000;
+
 /** Turns `compactAt` (tokens, or a percentage of the context window) into tokens. */
 export function resolveThreshold(compactAt: number | string | undefined, contextWindow: number | undefined): number | undefined {
   if (compactAt === undefined) return undefined;
@@ -317,9 +320,11 @@ export class SessionsClient {
     // With a key, a batch whose answer was lost to a connection error is sent again: the key
     // makes the resend store nothing twice. Without one, a resend could, so it is not made.
     const { autoCompactionRequestId: requestId, ...appended } = appendKey ? await readWithRetry(send) : await send();
-    if (!requestId) return appended;
+    // A replayed keyed append already sent its request (or released it when that failed).
+    if (!requestId || (appended as { replayed?: boolean }).replayed) return appended;
     try {
-      await this.requestCompaction(appended.sessionId, { requestId, trigger: 'threshold' });
+      // Bounded: the messages are stored, and a Temporal that stopped answering must not hold the append.
+      await this.withDeadline(Date.now() + AUTO_REQUEST_TIMEOUT_MS, undefined, requestId, () => this.requestCompaction(appended.sessionId, { requestId, trigger: 'threshold' }));
       return { ...appended, compactionRequestId: requestId };
     } catch (error) {
       // The messages are stored: an error here must not make the caller append them again.
@@ -379,7 +384,11 @@ export class SessionsClient {
           // The run ended (continued as new under load, or completed) before it answered:
           // send the same request id again; the next run answers it or runs it once.
           if (isRunEndedError(error) && Date.now() < deadline) {
+            // Closed meanwhile? Then the run ended for good: say so instead of starting runs.
+            const now = await readWithRetry(() => store.lineageOf(this.database.db, lineage.lineageId));
+            if (now.closed) throw new LineageClosedError(lineage.lineageId);
             this.stats.resentAfterRunEnded++;
+            await sleep(Math.min(1000, 100 * 2 ** Math.min(this.stats.resentAfterRunEnded, 4)));
             continue;
           }
           throw userErrorFrom(error, lineage.lineageId);

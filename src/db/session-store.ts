@@ -3,7 +3,7 @@
  * lineage reads go straight here (never through workflow history); the compaction activity
  * reads snapshots and publishes results here, in single transactions.
  */
-import { and, asc, eq, gt, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
 import type { ChatMessage } from '../compaction/messages';
 import type { GateReport } from '../compaction/gates';
 import { InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
@@ -202,17 +202,27 @@ export async function releaseAutoCompaction(db: Database, lineageId: string, req
 }
 
 /**
- * Records how a job ended for the threshold policy, in the job's own transaction: `failed`
- * (refused, aborted, or the head is still at or above the threshold) climbs the cooldown
- * ladder; `succeeded` resets it; `settled` only ends the pending request.
+ * Records how a job ended for the threshold policy, in the job's own transaction. `succeeded`
+ * (the head is now under the threshold) resets the cooldown ladder, whoever asked. Only a job
+ * that answered the lineage's pending automatic request touches the rest: `failed` (refused,
+ * aborted, or the head still at or above the threshold) climbs the ladder; `settled` only ends
+ * the pending request. A manual compaction's refusal never cools automatic ones down.
  */
-async function settleAutoCompaction(tx: Executor, lineageId: string, how: 'failed' | 'succeeded' | 'settled', policy: AutoCompactionPolicy): Promise<void> {
+async function settleAutoCompaction(
+  tx: Executor,
+  job: Pick<CompactionJob, 'lineageId' | 'requestIds'>,
+  how: 'failed' | 'succeeded' | 'settled',
+  policy: AutoCompactionPolicy,
+): Promise<void> {
+  if (job.requestIds.length === 0) return;
+  const answeredAuto = and(eq(lineages.id, job.lineageId), inArray(lineages.autoRequestId, job.requestIds));
   if (how === 'settled') {
-    await tx.update(lineages).set({ autoRequestId: null }).where(eq(lineages.id, lineageId));
+    await tx.update(lineages).set({ autoRequestId: null }).where(answeredAuto);
     return;
   }
   if (how === 'succeeded') {
-    await tx.update(lineages).set({ autoRequestId: null, autoFailures: 0, autoCooldownUntil: null }).where(eq(lineages.id, lineageId));
+    // Whoever asked, the head is now under the threshold: the ladder starts again.
+    await tx.update(lineages).set({ autoRequestId: null, autoFailures: 0, autoCooldownUntil: null }).where(eq(lineages.id, job.lineageId));
     return;
   }
   const ladder = policy.cooldownsMs.length > 0 ? policy.cooldownsMs : [0];
@@ -224,7 +234,7 @@ async function settleAutoCompaction(tx: Executor, lineageId: string, how: 'faile
       autoFailures: sql`${lineages.autoFailures} + 1`,
       autoCooldownUntil: sql`now() + make_interval(secs => (${steps})[least(${lineages.autoFailures} + 1, ${ladder.length})] / 1000.0)`,
     })
-    .where(eq(lineages.id, lineageId));
+    .where(answeredAuto);
 }
 
 /** The live (not archived) messages of one session, in order. */
@@ -416,7 +426,7 @@ export async function abortJob(db: Database, job: CompactionJob, model: string, 
         setWhere: sql`${compactions.outcome} <> 'compacted'`,
       })
       .returning({ outcome: compactions.outcome });
-    if (row) await settleAutoCompaction(tx, job.lineageId, 'failed', policy);
+    if (row) await settleAutoCompaction(tx, job, 'failed', policy);
     return { outcome: row ? 'aborted' : 'compacted', headSessionId: lineage.headSessionId, generation: lineage.generation };
   });
 }
@@ -440,7 +450,7 @@ export interface JobFields {
  */
 export async function finishJob(
   db: Database,
-  job: Pick<CompactionJob, 'jobId' | 'lineageId'>,
+  job: Pick<CompactionJob, 'jobId' | 'lineageId' | 'requestIds'>,
   attempt: number,
   outcome: 'stale' | 'refused',
   fields: JobFields,
@@ -464,7 +474,7 @@ export async function finishJob(
       })
       .where(and(eq(compactions.id, job.jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`))
       .returning({ id: compactions.id });
-    if (decided.length > 0) await settleAutoCompaction(tx, job.lineageId, outcome === 'refused' ? 'failed' : 'settled', policy);
+    if (decided.length > 0) await settleAutoCompaction(tx, job, outcome === 'refused' ? 'failed' : 'settled', policy);
   });
 }
 
@@ -607,7 +617,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
     if (carried.length > 0) notes.push(`carried ${carried.length} message(s) appended during the summary`);
     const stillAbove = lineage.compactAtTokens !== null && tokensAfter >= lineage.compactAtTokens;
     if (stillAbove) notes.push(`the compacted head still holds ${tokensAfter} tokens, at or above the threshold of ${lineage.compactAtTokens}`);
-    await settleAutoCompaction(tx, job.lineageId, stillAbove ? 'failed' : 'succeeded', policy);
+    await settleAutoCompaction(tx, job, stillAbove ? 'failed' : 'succeeded', policy);
     const reason = notes.length > 0 ? notes.join('; ') : undefined;
     const values = {
       outcome: 'compacted' as const,
