@@ -369,6 +369,7 @@ export class SessionsClient {
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
     const result = await this.withDeadline(deadline, signal, requestId, async () => {
+      let resends = 0;
       for (;;) {
         const known = await recorded();
         if (known) return known;
@@ -388,7 +389,7 @@ export class SessionsClient {
             const now = await readWithRetry(() => store.lineageOf(this.database.db, lineage.lineageId));
             if (now.closed) throw new LineageClosedError(lineage.lineageId);
             this.stats.resentAfterRunEnded++;
-            await sleep(Math.min(1000, 100 * 2 ** Math.min(this.stats.resentAfterRunEnded, 4)));
+            await sleep(Math.min(1000, 100 * 2 ** resends++));
             continue;
           }
           throw userErrorFrom(error, lineage.lineageId);

@@ -4,7 +4,7 @@
  * compaction activity runs them inside the commit transaction, and a failing gate means
  * outcome `refused`, nothing written, the gate named in the reason and the audit row.
  */
-import { type ChatMessage, isRealUserMessage, isSummaryMessage, SUMMARY_MESSAGE_NAME, SUMMARY_PREFIX, textOf } from './messages';
+import { type ChatMessage, isSummaryMessage, latestUserRequestIndex, SUMMARY_MESSAGE_NAME, SUMMARY_PREFIX, textOf } from './messages';
 
 export const GATES = ['providerValid', 'latestUserRequest', 'openToolCalls', 'smaller', 'noForgedSummary'] as const;
 export type GateName = (typeof GATES)[number];
@@ -67,8 +67,8 @@ export function providerValid(messages: readonly ChatMessage[]): string | undefi
 
 /** The last real user message: the request the agent is working on. */
 export function latestUserRequest(messages: readonly ChatMessage[]): ChatMessage | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) if (isRealUserMessage(messages[i])) return messages[i];
-  return undefined;
+  const at = latestUserRequestIndex(messages);
+  return at >= 0 ? messages[at] : undefined;
 }
 
 const sameMessage = (a: ChatMessage, b: ChatMessage) => JSON.stringify(a) === JSON.stringify(b);

@@ -59,6 +59,12 @@ export function isRealUserMessage(message: ChatMessage): boolean {
   return message.role === 'user' && !isSummaryMessage(message) && textOf(message).trim().length > 0;
 }
 
+/** Position of the last real user message: the request the agent is working on (-1: none). */
+export function latestUserRequestIndex(messages: readonly ChatMessage[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (isRealUserMessage(messages[i])) return i;
+  return -1;
+}
+
 export function isInstructionMessage(message: ChatMessage): boolean {
   return message.role === 'system' || message.role === 'developer';
 }

@@ -1,4 +1,4 @@
-import { type ChatMessage, isInstructionMessage, isRealUserMessage, isSummaryMessage, SUMMARY_PREFIX, textOf } from './messages';
+import { type ChatMessage, isInstructionMessage, isSummaryMessage, latestUserRequestIndex, SUMMARY_PREFIX, textOf } from './messages';
 import { estimateTokens } from './tokens';
 import { groupMessages, isBrokenGroup, type MessageGroup } from './tool-groups';
 
@@ -97,13 +97,7 @@ export function planCompaction(messages: readonly ChatMessage[], options: PlanOp
   const plan: CompactionPlan = { head, previousSummary, middle, tail };
   if (middle.length === 0) return plan;
   // The latest real user request stays verbatim: in the tail, or right after the summary.
-  let latest = -1;
-  for (let i = messages.length - 1; i >= 0; i--) {
-    if (isRealUserMessage(messages[i])) {
-      latest = i;
-      break;
-    }
-  }
+  const latest = latestUserRequestIndex(messages);
   if (latest >= 0 && !tail.includes(latest) && !head.includes(latest)) plan.latestUserRequest = latest;
   return plan;
 }

@@ -1,4 +1,4 @@
-import { type ChatMessage, isRealUserMessage, textOf } from './messages';
+import { type ChatMessage, latestUserRequestIndex, textOf } from './messages';
 import { estimateTextTokens } from './tokens';
 
 /** One request to the summariser: a chunk of the middle, folded into the summary so far. */
@@ -94,8 +94,8 @@ export function chunkMiddle(middle: readonly ChatMessage[], inputBudgetTokens: n
 }
 
 export function latestUserRequestText(messages: readonly ChatMessage[]): string | undefined {
-  for (let i = messages.length - 1; i >= 0; i--) if (isRealUserMessage(messages[i])) return textOf(messages[i]);
-  return undefined;
+  const at = latestUserRequestIndex(messages);
+  return at >= 0 ? textOf(messages[at]) : undefined;
 }
 
 /** The chat messages sent to an LLM summariser for one chunk. */

@@ -35,16 +35,6 @@ export function groupMessages(messages: readonly ChatMessage[]): MessageGroup[] 
   return groups;
 }
 
-/**
- * The group whose tool calls are still open at the end of the transcript (its results are
- * not all in yet), if any. Only the last group can be open: a provider rejects calls
- * followed by anything but their results.
- */
-export function openGroup(groups: readonly MessageGroup[]): MessageGroup | undefined {
-  const last = groups.at(-1);
-  return last && last.unanswered.length > 0 ? last : undefined;
-}
-
 /** A group the provider would reject wherever it stands: an orphan result, or calls left unanswered before the end. */
 export function isBrokenGroup(group: MessageGroup, isLast: boolean): boolean {
   return group.orphan || (!isLast && group.unanswered.length > 0);
