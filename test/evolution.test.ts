@@ -1,8 +1,10 @@
 /**
- * Changing workflow code with sessions open. The close path gained a command (marking the
- * lineage closed in Postgres) after histories were recorded; it is guarded by patched().
- * Old histories must replay on today's code, the guard must be what makes that true, and
- * new executions must take the new path.
+ * Changing workflow code with sessions open. Each patch guards a change to the commands the
+ * workflow emits: a history of the old path must replay on today's code, the guard must be
+ * what makes that true (the same history fails without it), and new executions must take
+ * the new path. Patches: close-marks-lineage-closed (fixed history), check-closed-at-start
+ * (fixed history), continue-as-new-under-load (recorded here, from the old code bundled with
+ * the patched line removed).
  */
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -12,9 +14,9 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/config';
 import { LineageClosedError } from '../src/errors';
-import { lineageWorkflowId } from '../src/workflows/contract';
-import { PATCH_CHECK_CLOSED_AT_START, PATCH_CLOSE_MARKS_LINEAGE } from '../src/workflows/session-lineage';
-import { conversation, uniqueId, useTestStack } from './support/stack';
+import { compactSignal, lineageWorkflowId } from '../src/workflows/contract';
+import { PATCH_CHECK_CLOSED_AT_START, PATCH_CLOSE_MARKS_LINEAGE, PATCH_CONTINUE_AS_NEW_UNDER_LOAD } from '../src/workflows/session-lineage';
+import { conversation, startTestStack, uniqueId, useTestStack } from './support/stack';
 
 // Recorded before the close path changed; kept apart from the re-recordable histories.
 const recorded = () => historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, 'replay/fixed/rotation-before-close-patch.json'), 'utf8')));
@@ -26,18 +28,7 @@ describe('evolving the workflow with patched()', () => {
   });
 
   it('without the patch guard the same history fails to replay', async () => {
-    // Today's workflow code with the guard removed, bundled from a copy inside the project
-    // (so its imports resolve against node_modules).
-    const dir = path.join(inject('stack').runDir, 'unguarded');
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true });
-    cpSync(path.join(PROJECT_ROOT, 'src'), path.join(dir, 'src'), { recursive: true });
-    const file = path.join(dir, 'src/workflows/session-lineage.ts');
-    const source = readFileSync(file, 'utf8');
-    const unguarded = source.replace('if (patched(PATCH_CLOSE_MARKS_LINEAGE)) await markLineageClosed', 'await markLineageClosed');
-    expect(unguarded).not.toBe(source);
-    writeFileSync(file, unguarded);
-    const { code } = await bundleWorkflowCode({ workflowsPath: path.join(dir, 'src/workflows/index.ts'), logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never });
+    const code = await bundleWithout('unguarded', 'if (patched(PATCH_CLOSE_MARKS_LINEAGE)) await lineageActivities.markLineageClosed', 'await lineageActivities.markLineageClosed');
     await expect(Worker.runReplayHistory({ workflowBundle: { code } }, recorded(), 'rotation')).rejects.toThrow(/[Nn]ondeterminism/);
   });
 
@@ -49,9 +40,7 @@ describe('evolving the workflow with patched()', () => {
     await stack().client.closeSession(head);
 
     const history = await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).fetchHistory();
-    const patches = (history.events ?? [])
-      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
-      .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0].data!).toString('utf8')).id);
+    const patches = patchesOf(history.events ?? []);
     expect(patches.filter((id) => id === PATCH_CLOSE_MARKS_LINEAGE)).toHaveLength(1);
     const [lineage] = (await stack().db.db.execute(sql`select closed_at from lineages where id = ${id}`)).rows as Array<{ closed_at: Date | null }>;
     expect(lineage.closed_at).not.toBeNull();
@@ -59,6 +48,13 @@ describe('evolving the workflow with patched()', () => {
     await expect(stack().client.compact(head)).rejects.toBeInstanceOf(LineageClosedError);
   });
 });
+
+/** The ids of the patches a history's markers record. */
+function patchesOf(events: ReadonlyArray<{ markerRecordedEventAttributes?: { markerName?: string | null; details?: Record<string, { payloads?: Array<{ data?: Uint8Array | null }> | null }> | null } | null }>): string[] {
+  return events
+    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+    .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0].data!).toString('utf8')).id);
+}
 
 /** Today's workflow code with one change to its source, bundled from a copy inside the project. */
 async function bundleWithout(name: string, from: string, to: string): Promise<string> {
@@ -90,9 +86,54 @@ describe('the check-closed-at-start patch', () => {
     await stack().client.createSession({ sessionId: id });
     await stack().client.closeSession(id);
     const history = await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).fetchHistory();
-    const patches = (history.events ?? [])
-      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
-      .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0].data!).toString('utf8')).id);
+    const patches = patchesOf(history.events ?? []);
     expect(patches).toContain(PATCH_CHECK_CLOSED_AT_START);
+  });
+});
+
+describe('the continue-as-new-under-load patch', () => {
+  const GUARDED = 'if (shouldContinueAsNew() && patched(PATCH_CONTINUE_AS_NEW_UNDER_LOAD)) await continueWithState();';
+
+  it('a run of the code before it (limit reached, a request waiting) replays on today code, and fails to without the guard', async () => {
+    // Record a history of the old path: today's code without the line the patch added,
+    // run by a worker of its own, at a limit of one compaction per run.
+    const oldCode = await bundleWithout('before-continue-as-new-under-load', GUARDED, '');
+    const bundlePath = path.join(inject('stack').runDir, 'before-continue-as-new-under-load.js');
+    writeFileSync(bundlePath, oldCode);
+    const old = await startTestStack({ noWorker: true, settings: { maxCompactionsPerRun: 1 } });
+    let history;
+    try {
+      await old.startWorker({ workflowBundlePath: bundlePath });
+      const root = uniqueId('can');
+      await old.client.createSession({ sessionId: root });
+      await old.client.append(root, conversation(12));
+      old.llm.script({ chunks: 6, chunkDelayMs: 300 }); // the first summary streams for ~2 s
+      const first = old.client.compact(root, { requestId: 'first' });
+      await old.llm.waitForRequests(1);
+      const handle = old.temporal.workflow.getHandle(lineageWorkflowId(root));
+      const runId = (await handle.describe()).runId;
+      // Waits in the queue while the first job runs: it names the head that job will commit.
+      // (Sent straight to the workflow: the client checks that the session exists first.)
+      await handle.signal(compactSignal, { sessionId: `${root}--g1`, requestId: 'next-head' });
+      expect(await first).toMatchObject({ outcome: 'compacted', sessionId: `${root}--g1` });
+      await old.client.waitForResult(root, 'next-head', { timeoutMs: 60_000 });
+      const firstRun = old.temporal.workflow.getHandle(lineageWorkflowId(root), runId);
+      const deadline = Date.now() + 30_000;
+      while ((await firstRun.describe()).status.name !== 'CONTINUED_AS_NEW' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      history = await firstRun.fetchHistory();
+    } finally {
+      await old.close();
+    }
+    // The old path landed: the limit was reached with a request waiting, and the run ran it
+    // (a second summary) before continuing as new, with no patch marker.
+    const events = history.events ?? [];
+    const types = events.map((e) => String(e.eventType));
+    expect(types.filter((t) => t === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' || t === '10')).toHaveLength(2);
+    expect(patchesOf(events)).not.toContain(PATCH_CONTINUE_AS_NEW_UNDER_LOAD);
+    expect(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+
+    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, 'old-limit-with-queue')).resolves.toBeUndefined();
+    const unguarded = await bundleWithout('unguarded-continue-as-new-under-load', 'shouldContinueAsNew() && patched(PATCH_CONTINUE_AS_NEW_UNDER_LOAD)', 'shouldContinueAsNew()');
+    await expect(Worker.runReplayHistory({ workflowBundle: { code: unguarded } }, history, 'old-limit-with-queue')).rejects.toThrow(/[Nn]ondeterminism/);
   });
 });
