@@ -9,9 +9,9 @@
  *   - test: `test/lease.test.ts` "a title"; "another title"; `test/other.test.ts` "..."
  *
  * On those items, a backticked path sets the current file, and each backticked name after it
- * must occur in that file as a whole word; each quoted title must be the title of an `it` or
- * `test` in the current test file, exactly as written there (quotes escaped in the source are
- * compared unescaped).
+ * must occur in that file's code (not only in a comment) as a whole word; each quoted title
+ * must be the title of an `it` or `test` in the current test file, exactly as written there
+ * (quotes escaped in the source are compared unescaped).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -24,6 +24,17 @@ const TEST_ITEM = /^\s*- test:/;
 const TEST_CALL = /\b(?:it|test)(?:\.\w+(?:\(.*\))?)?\(/;
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * The file's code without its comments, so that a name survives a rename only if the code
+ * still uses it (comments are not trusted): block comments and whole-line or trailing line
+ * comments in TypeScript and JavaScript, whole-line comments in SQL.
+ */
+export function withoutComments(file: string, text: string): string {
+  if (/\.sql$/.test(file)) return text.replace(/^\s*--.*$/gm, '');
+  if (/\.(?:ts|js|mts)$/.test(file)) return text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/(^|\s)\/\/.*$/gm, '$1');
+  return text;
+}
 
 /** Whether `name` occurs in `text` as a whole word (not as part of a longer identifier). */
 export function occursAsWord(text: string, name: string): boolean {
@@ -97,7 +108,7 @@ export function checkDoc(doc: string, files: Files = projectFiles): DocReport {
         }
         if (missing.has(file)) continue;
         report.names++;
-        if (!occursAsWord(source(file), token)) report.problems.push(`${where}: \`${token}\` does not occur in ${file}`);
+        if (!occursAsWord(withoutComments(file, source(file)), token)) report.problems.push(`${where}: \`${token}\` does not occur in ${file}`);
       }
     } else if (TEST_ITEM.test(line)) {
       if (section) section.tests++;
@@ -160,7 +171,7 @@ describe('docs/glossary.md', () => {
 
 describe('the checker itself', () => {
   const files: Record<string, string> = {
-    'src/a.ts': 'export function commitCompaction() {}\nconst admitted = 1;\n',
+    'src/a.ts': 'export function commitCompaction() {}\nconst admitted = 1; // see abortJob\n/** and recordedAnswer */\n',
     'test/a.test.ts': "it('keeps the lease', () => {});\nit('the retry\\'s commit', () => {});\nconst x = 'a string, not a test';\n",
   };
   const checkWith = (doc: string) => checkDoc(doc, { exists: (file) => file in files, read: (file) => files[file] });
@@ -169,9 +180,10 @@ describe('the checker itself', () => {
     expect(checkWith('## P\n- mechanism: `src/a.ts` `commitCompaction`\n- test: `test/a.test.ts` "keeps the lease"; "the retry\'s commit"').problems).toEqual([]);
   });
 
-  it('fails on a renamed function, a partial word, a renamed test, a string that is not a test, a missing file', () => {
+  it('fails on a renamed function, a partial word, a name left only in a comment, a renamed test, a string that is not a test, a missing file', () => {
     expect(checkWith('- mechanism: `src/a.ts` `commitCompactions`').problems).toHaveLength(1);
     expect(checkWith('- mechanism: `src/a.ts` `admit`').problems).toHaveLength(1);
+    expect(checkWith('- mechanism: `src/a.ts` `abortJob`, `recordedAnswer`').problems).toHaveLength(2); // only in comments
     expect(checkWith('- test: `test/a.test.ts` "keeps a lease"').problems).toHaveLength(1);
     expect(checkWith('- test: `test/a.test.ts` "a string, not a test"').problems).toHaveLength(1);
     expect(checkWith('- mechanism: `src/no-such-file.ts` `x`').problems).toEqual(['line 1: src/no-such-file.ts does not exist']);
