@@ -22,9 +22,8 @@ describe('LineageQueue rules', () => {
     const id = q.admit({ sessionId: ROOT, requestId: 'a' }, 'update', newId);
     expect(q.status([id])).toEqual([{ requestId: 'a', status: 'pending' }]);
     const job = q.startNext(jobId)!;
-    expect(job).toMatchObject({ jobId: 'job-1', sessionId: ROOT, requests: [{ requestId: 'a', trigger: 'update' }] });
+    expect(job).toMatchObject({ jobId: 'job-1', headSessionId: ROOT, requests: [{ requestId: 'a', trigger: 'update' }] });
     const answer = compacted(q);
-    q.moveHead(answer.sessionId, answer.generation);
     q.finish(answer);
     expect(q.answerOf('a')).toEqual({ ...answer, requestId: 'a' });
     expect(q.view({ lineageId: ROOT, mode: 'rotate' })).toMatchObject({ headSessionId: gen(1), generation: 1, lastOutcome: 'compacted', queue: [] });
@@ -68,9 +67,8 @@ describe('LineageQueue rules', () => {
     q.admit({ sessionId: 'root--g7', requestId: 'unknown-head' }, 'update', newId);
     expect(q.answerOf('next')).toBeUndefined();
     const answer = compacted(q);
-    q.moveHead(answer.sessionId, answer.generation);
     q.finish(answer);
-    expect(q.startNext(jobId)).toMatchObject({ sessionId: gen(1), requests: [{ requestId: 'next' }] });
+    expect(q.startNext(jobId)).toMatchObject({ headSessionId: gen(1), requests: [{ requestId: 'next' }] });
     q.finish({ outcome: 'refused', sessionId: gen(1), generation: 1, reason: 'gate smaller' });
     expect(q.startNext(jobId)).toBeUndefined();
     expect(q.answerOf('unknown-head')).toMatchObject({ outcome: 'stale', sessionId: gen(1) });
@@ -96,7 +94,6 @@ describe('LineageQueue rules', () => {
     q.startNext(jobId);
     q.admit({ sessionId: gen(1), requestId: 'waiting' }, 'signal', newId);
     const answer = compacted(q);
-    q.moveHead(answer.sessionId, answer.generation);
     q.finish(answer);
     const next = new LineageQueue({ sessionId: q.head, generation: q.generation }, JSON.parse(JSON.stringify(q.carry())));
     expect(next.answerOf('done')).toMatchObject({ outcome: 'compacted' });
@@ -181,7 +178,7 @@ function drive(steps: Step[]) {
   const start = () => {
     const job = q.startNext(jobId);
     if (!job) return;
-    if (job.sessionId !== gen(head)) violations.push(`job ${job.jobId} for ${job.sessionId} while the head is ${gen(head)}`);
+    if (job.headSessionId !== gen(head)) violations.push(`job ${job.jobId} for ${job.headSessionId} while the head is ${gen(head)}`);
     if (jobIds.has(job.jobId)) violations.push(`job id ${job.jobId} used twice`);
     jobIds.add(job.jobId);
     running = job;
@@ -195,12 +192,11 @@ function drive(steps: Step[]) {
     let answer: Answer;
     if (outcome === 'compacted' || outcome === 'aborted-adopting-commit') {
       head++;
-      answer = { outcome: 'compacted', sessionId: gen(head), previousSessionId: job.sessionId, generation: head };
+      answer = { outcome: 'compacted', sessionId: gen(head), previousSessionId: job.headSessionId, generation: head };
     } else if (outcome === 'stale-elsewhere') {
       head += 2; // the head moved past the job's session outside this queue (e.g. a restarted run)
       answer = { outcome: 'stale', sessionId: gen(head), generation: head };
     } else answer = { outcome, sessionId: gen(head), generation: head, reason: outcome };
-    q.moveHead(gen(head), head);
     q.finish(answer);
     jobAnswers.push({ job, answer });
     running = undefined;

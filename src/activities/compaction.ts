@@ -25,11 +25,10 @@ import {
   type CompactionJob,
   finishJob,
   lineageOf,
-  type SettledJob,
   sessionMessages,
 } from '../db/session-store';
 import { withSpan } from '../tracing';
-import type { CompactionMode } from '../workflows/contract';
+import type { CompactionMode, CompactionOutcome } from '../workflows/contract';
 import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
 
 export interface CompactSessionInput extends CompactionJob {
@@ -38,10 +37,17 @@ export interface CompactSessionInput extends CompactionJob {
   force: boolean;
 }
 
-export interface CompactSessionResult {
-  outcome: 'compacted' | 'stale' | 'refused';
+/**
+ * What a job decided, as Postgres holds it: the one result of both job activities
+ * (`compactSession`, and `recordAbortedCompaction` when the workflow gives up). The workflow
+ * turns it into the answer every request of the job gets (`CompactResult` on the wire).
+ */
+export interface JobResult {
+  outcome: CompactionOutcome;
+  /** The lineage's head after the job. */
   headSessionId: string;
   generation: number;
+  /** The session this job rotated away, when it did. */
   previousSessionId?: string;
   reason?: string;
   /** The gate that refused the compaction, when one did. */
@@ -87,7 +93,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
   const heartbeat = deps.heartbeat ?? ((details: unknown) => Context.current().heartbeat(details));
   const policy = deps.autoCompaction;
 
-  async function compactSession(input: CompactSessionInput): Promise<CompactSessionResult> {
+  async function compactSession(input: CompactSessionInput): Promise<JobResult> {
     const { db } = deps;
     const started = Date.now();
     let progress: CompactionProgress = { phase: 'snapshot', elapsedMs: 0 };
@@ -132,7 +138,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     const tokens = rows.map((r) => r.tokenEstimate);
     const tokensBefore = tokens.reduce((a, b) => a + b, 0);
     const messagesBefore = snapshot.length;
-    const refuse = async (reason: string, fields: { gate?: string; gateResults?: Record<string, string>; tokensAfter?: number; promptTokens?: number; completionTokens?: number } = {}): Promise<CompactSessionResult> => {
+    const refuse = async (reason: string, fields: { gate?: string; gateResults?: Record<string, string>; tokensAfter?: number; promptTokens?: number; completionTokens?: number } = {}): Promise<JobResult> => {
       await finishJob(db, input, attempt, 'refused', { reason, messagesBefore, tokensBefore, ...fields }, policy);
       if (fields.gate) {
         Context.current()
@@ -242,9 +248,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
    * Records a compaction the workflow gave up on (summariser failed for good) and returns
    * what Postgres holds, which the workflow adopts.
    */
-  async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<SettledJob> {
+  async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<JobResult> {
     const { reason, ...job } = input;
-    return abortJob(deps.db, job, deps.summariser.model, reason, policy);
+    const settled = await abortJob(deps.db, job, deps.summariser.model, reason, policy);
+    if (settled.outcome === 'aborted') return { ...settled, reason };
+    // A lost attempt committed this job: its answer is the commit's.
+    return { ...settled, previousSessionId: settled.headSessionId !== job.parentSessionId ? job.parentSessionId : undefined };
   }
 
   /** Whether the lineage was closed in Postgres (a new workflow run checks first). */

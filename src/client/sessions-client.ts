@@ -497,13 +497,17 @@ export class SessionsClient {
 
   /**
    * Fire-and-forget compaction request; wait for its answer with `waitForResult`. A closed
-   * lineage refuses it (LineageClosedError) before anything is sent.
+   * lineage refuses it (LineageClosedError) before anything is sent, and a request id that
+   * was answered already is not sent again.
    */
   async requestCompaction(sessionId: string, options: Omit<CompactOptions, 'timeoutMs' | 'signal'> & { trigger?: 'signal' | 'threshold' } = {}): Promise<string> {
     const requestId = options.requestId ?? randomUUID();
     const request = checkCompactRequest({ sessionId, ...options, requestId });
     const lineage = await store.lineageOf(this.database.db, request.sessionId);
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
+    // A request id answered by a run that is gone is answered from Postgres, never run again
+    // (the next run would not know it). waitForResult reads that answer.
+    if (options.requestId && (await readWithRetry(() => store.recordedAnswer(this.database.db, lineage.lineageId, requestId)))) return requestId;
     await this.temporal.workflow.signalWithStart('sessionLineageWorkflow', {
       ...this.startOptions(lineage),
       signal: compactSignal,

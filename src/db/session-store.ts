@@ -650,34 +650,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
  * answered the same way again. Undefined while no decided job holds the id.
  */
 export async function recordedAnswer(db: Database, lineageId: string, requestId: string): Promise<CompactResult | undefined> {
-  const [row] = await db
-    .select()
-    .from(compactions)
-    .where(and(eq(compactions.lineageId, lineageId), sql`${compactions.requestIds} @> ${JSON.stringify([requestId])}::jsonb`, sql`${compactions.outcome} <> 'running'`))
-    .orderBy(asc(compactions.startedAt))
-    .limit(1);
-  if (!row) return undefined;
-  const numbers = {
-    ...(row.tokensBefore !== null ? { tokensBefore: row.tokensBefore } : {}),
-    ...(row.tokensAfter !== null ? { tokensAfter: row.tokensAfter } : {}),
-    ...(row.messagesBefore !== null ? { messagesBefore: row.messagesBefore } : {}),
-    ...(row.messagesAfter !== null ? { messagesAfter: row.messagesAfter } : {}),
-    ...(row.reason ? { reason: row.reason } : {}),
-    ...(row.gate ? { gate: row.gate } : {}),
-  };
-  if (row.outcome === 'compacted') {
-    return {
-      requestId,
-      outcome: 'compacted',
-      sessionId: row.childSessionId!,
-      ...(row.childSessionId !== row.parentSessionId ? { previousSessionId: row.parentSessionId } : {}),
-      generation: row.generation,
-      ...numbers,
-    };
-  }
-  // Refused, aborted or stale: nothing changed then; the head is the one Postgres holds now.
-  const lineage = await lineageOf(db, lineageId);
-  return { requestId, outcome: row.outcome as Exclude<typeof row.outcome, 'running' | 'compacted'>, sessionId: lineage.headSessionId, generation: lineage.generation, ...numbers };
+  return (await callFunction<CompactResult | null>(db, sql`select session_recorded_answer(${lineageId}, ${requestId}) as result`)) ?? undefined;
 }
 
 export async function auditRows(db: Database, lineageId: string): Promise<JobRecord[]> {

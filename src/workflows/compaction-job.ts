@@ -5,7 +5,7 @@
  * module only reports it. Workflow code: deterministic.
  */
 import { ActivityFailure, proxyActivities, proxyLocalActivities, rootCause } from '@temporalio/workflow';
-import type { CompactionActivities, CompactSessionResult } from '../activities/compaction';
+import type { CompactionActivities, JobResult } from '../activities/compaction';
 import type { CompactionMode } from './contract';
 import type { Answer, Job } from './lineage-queue';
 import type { LineageSettings } from './settings';
@@ -23,25 +23,19 @@ export interface JobContext {
   settings: LineageSettings;
 }
 
-/** The job's answer, where the head now is, and whether this job committed a compaction. */
-export interface JobReport {
-  answer: Answer;
-  head?: { sessionId: string; generation: number };
-  committed: boolean;
-}
-
-export async function runCompactionJob(job: Job, { lineageId, mode, generation, settings }: JobContext): Promise<JobReport> {
+/** Runs one job and returns the answer all its requests get; the answer names the head after it. */
+export async function runCompactionJob(job: Job, { lineageId, mode, generation, settings }: JobContext): Promise<Answer> {
   const base = {
     jobId: job.jobId,
     lineageId,
-    parentSessionId: job.sessionId,
+    parentSessionId: job.headSessionId,
     generation,
     requestIds: job.requests.map((r) => r.requestId),
     trigger: job.requests[0].trigger,
   };
   const { compactSession } = proxyActivities<CompactionActivities>({
     activityId: job.jobId,
-    summary: `summarise ${job.sessionId} (generation ${generation} -> ${generation + 1}) for ${job.requests.length} request(s)`,
+    summary: `summarise ${job.headSessionId} (generation ${generation} -> ${generation + 1}) for ${job.requests.length} request(s)`,
     heartbeatTimeout: settings.leaseTtlMs,
     startToCloseTimeout: settings.attemptTimeoutMs,
     retry: {
@@ -52,7 +46,7 @@ export async function runCompactionJob(job: Job, { lineageId, mode, generation, 
       nonRetryableErrorTypes: NON_RETRYABLE,
     },
   });
-  let result: CompactSessionResult;
+  let result: JobResult | undefined;
   try {
     result = await compactSession({
       ...base,
@@ -64,31 +58,29 @@ export async function runCompactionJob(job: Job, { lineageId, mode, generation, 
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
     const reason = `summariser failed: ${rootCause(error) ?? 'unknown failure'}`;
-    const settled = await lineageActivities.recordAbortedCompaction({ ...base, reason });
     // A lost attempt may have committed before the abort was recorded: Postgres decides.
-    // (Histories recorded before this returned a value replay with `settled` undefined.)
-    if (!settled) return { answer: { outcome: 'aborted', sessionId: job.sessionId, generation, reason }, committed: false };
-    const head = { sessionId: settled.headSessionId, generation: settled.generation };
-    if (settled.outcome === 'compacted') {
-      const previousSessionId = mode === 'rotate' ? job.sessionId : undefined;
-      return { answer: { outcome: 'compacted', sessionId: head.sessionId, previousSessionId, generation: head.generation }, head, committed: true };
-    }
-    return { answer: { outcome: 'aborted', sessionId: head.sessionId, generation: head.generation, reason }, head, committed: false };
+    // (Histories recorded before this returned a value replay with `undefined`, and before
+    // it returned a JobResult with no reason or previous session: the answer is the same.)
+    const settled = await lineageActivities.recordAbortedCompaction({ ...base, reason });
+    if (!settled) return { outcome: 'aborted', sessionId: job.headSessionId, generation, reason };
+    const previousSessionId = settled.previousSessionId ?? (mode === 'rotate' ? job.headSessionId : undefined);
+    result = settled.outcome === 'compacted' ? { ...settled, previousSessionId } : { ...settled, reason };
   }
+  return answerOf(result);
+}
+
+/** The answer every request of the job gets: the wire result, without its request id. */
+function answerOf(result: JobResult): Answer {
   return {
-    answer: {
-      outcome: result.outcome,
-      sessionId: result.headSessionId,
-      previousSessionId: result.previousSessionId,
-      generation: result.generation,
-      reason: result.reason,
-      ...(result.gate ? { gate: result.gate } : {}),
-      tokensBefore: result.tokensBefore,
-      tokensAfter: result.tokensAfter,
-      messagesBefore: result.messagesBefore,
-      messagesAfter: result.messagesAfter,
-    },
-    head: { sessionId: result.headSessionId, generation: result.generation },
-    committed: result.outcome === 'compacted',
+    outcome: result.outcome,
+    sessionId: result.headSessionId,
+    previousSessionId: result.previousSessionId,
+    generation: result.generation,
+    reason: result.reason,
+    ...(result.gate ? { gate: result.gate } : {}),
+    tokensBefore: result.tokensBefore,
+    tokensAfter: result.tokensAfter,
+    messagesBefore: result.messagesBefore,
+    messagesAfter: result.messagesAfter,
   };
 }

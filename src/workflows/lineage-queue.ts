@@ -17,7 +17,8 @@ export type Answer = Omit<CompactResult, 'requestId'>;
 /** One compaction of one head, for the requests it answers (the first one started it). */
 export interface Job {
   jobId: string;
-  sessionId: string;
+  /** The head the job compacts. */
+  headSessionId: string;
   requests: QueuedRequest[];
 }
 
@@ -93,7 +94,7 @@ export class LineageQueue {
     const requestId = request.requestId ?? newRequestId();
     if (this.isKnown(requestId)) return requestId;
     const queued: QueuedRequest = { ...request, requestId, trigger: request.trigger ?? via };
-    if (this.running && queued.sessionId === this.running.sessionId) this.running.requests.push(queued);
+    if (this.running && queued.sessionId === this.running.headSessionId) this.running.requests.push(queued);
     else if (queued.sessionId !== this.headId && !this.running) this.answer(queued, this.staleAnswer());
     else this.waiting.push(queued);
     return requestId;
@@ -114,21 +115,21 @@ export class LineageQueue {
     }
     const sameHead = this.waiting.filter((r) => r.sessionId === this.headId);
     this.waiting = this.waiting.filter((r) => r.sessionId !== this.headId);
-    this.running = { jobId: jobIdFor(++this.jobCount), sessionId: this.headId, requests: [next, ...sameHead] };
+    this.running = { jobId: jobIdFor(++this.jobCount), headSessionId: this.headId, requests: [next, ...sameHead] };
     return this.running;
   }
 
-  /** Where the lineage stands now, as Postgres decided (a commit, or a commit found by an abort). */
-  moveHead(sessionId: string, generation: number): void {
-    this.headId = sessionId;
-    this.generationNow = generation;
-  }
-
-  /** Ends the running job: every request it holds, joined ones included, gets `answer`. */
+  /**
+   * Ends the running job: every request it holds, joined ones included, gets `answer`, and
+   * the head moves to the one the answer names (Postgres decided it: a commit, a commit an
+   * abort found, or the head a stale attempt found).
+   */
   finish(answer: Answer): void {
     const job = this.running;
     if (!job) throw new Error('finish called with no job running');
     this.running = undefined;
+    this.headId = answer.sessionId;
+    this.generationNow = answer.generation;
     this.last = { outcome: answer.outcome, reason: answer.reason };
     for (const request of job.requests) this.answer(request, answer);
   }
@@ -150,7 +151,7 @@ export class LineageQueue {
       generation: this.generationNow,
       compactions: this.generationNow,
       queue: this.waiting.map(({ requestId, sessionId, trigger }) => ({ requestId, sessionId, trigger })),
-      inFlight: this.running && { jobId: this.running.jobId, sessionId: this.running.sessionId, requestIds: this.running.requests.map((r) => r.requestId) },
+      inFlight: this.running && { jobId: this.running.jobId, sessionId: this.running.headSessionId, requestIds: this.running.requests.map((r) => r.requestId) },
       lastOutcome: this.last?.outcome,
       lastReason: this.last?.reason,
       closed: this.closing,
@@ -162,7 +163,7 @@ export class LineageQueue {
     const lines = [
       `**Head:** ${this.headId} (generation ${this.generationNow}, ${mode})`,
       `**Compactions:** ${this.generationNow}`,
-      `**Queue:** ${this.waiting.length} waiting${this.running ? `, compacting ${this.running.sessionId} for ${this.running.requests.length} request(s)` : ''}`,
+      `**Queue:** ${this.waiting.length} waiting${this.running ? `, compacting ${this.running.headSessionId} for ${this.running.requests.length} request(s)` : ''}`,
     ];
     if (this.last) lines.push(`**Last outcome:** ${this.last.outcome}${this.last.reason ? `: ${this.last.reason}` : ''}`);
     return lines.join('\n\n');

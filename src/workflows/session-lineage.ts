@@ -120,11 +120,10 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
     if (!job) continue; // its request named an old head: answered stale
     queueDepth.record(queue.depth);
     showProgress();
-    const report = await runCompactionJob(job, { lineageId, mode, generation: queue.generation, settings });
-    if (report.head) queue.moveHead(report.head.sessionId, report.head.generation);
-    if (report.committed) commitsThisRun++;
-    queue.finish(report.answer);
-    jobsByOutcome.add(1, { outcome: report.answer.outcome });
+    const answer = await runCompactionJob(job, { lineageId, mode, generation: queue.generation, settings });
+    if (answer.outcome === 'compacted') commitsThisRun++;
+    queue.finish(answer);
+    jobsByOutcome.add(1, { outcome: answer.outcome });
     upsertSearchAttributes([
       { key: SessionHead, value: queue.head },
       { key: CompactionCount, value: queue.generation },

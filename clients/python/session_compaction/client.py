@@ -253,6 +253,11 @@ class SessionsClient:
 
     # ---- compaction (Temporal) ------------------------------------------------------------
 
+    async def recorded_answer(self, lineage_id: str, request_id: str) -> dict[str, Any] | None:
+        """The answer a decided job gave ``request_id`` (SQL ``session_recorded_answer``), or None.
+        Answers outlive workflow runs: a request id answered once is never run again."""
+        return await self._call("select session_recorded_answer(%s, %s)", (lineage_id, request_id))
+
     async def compact(
         self,
         session_id: str,
@@ -271,6 +276,10 @@ class SessionsClient:
         lineage = await self.lineage(request["sessionId"])
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
+        recorded = await self.recorded_answer(lineage["lineageId"], request["requestId"]) if request_id else None
+        if recorded is not None:
+            transcript = await self.transcript(recorded["sessionId"])
+            return recorded | {"messages": transcript["messages"]}
         deadline = time.monotonic() + unreachable_timeout
         delay = 0.2
         while True:
@@ -331,6 +340,11 @@ class SessionsClient:
             {"sessionId": session_id, "requestId": request_id, "focusTopic": focus_topic, "force": force, "trigger": trigger}
         )
         lineage = await self.lineage(request["sessionId"])
+        if lineage["closed"]:
+            raise LineageClosedError(lineage["lineageId"])
+        # Answered already (perhaps by a run that is gone): never sent, never run again.
+        if await self.recorded_answer(lineage["lineageId"], request_id) is not None:
+            return request_id
         await self.temporal.start_workflow(
             WORKFLOW_TYPE,
             self._start_input(lineage),
@@ -358,6 +372,9 @@ class SessionsClient:
             if polls % 20 == 0:
                 description = await handle.describe()
                 if description.status is not None and description.status.name != "RUNNING":
+                    recorded = await self.recorded_answer(lineage_id, request_id)
+                    if recorded is not None:
+                        return recorded
                     raise SessionCompactionError(
                         f"the lineage workflow ended ({description.status.name}) before answering request {request_id}; send it again with the same request id"
                     )

@@ -3,6 +3,7 @@ query path, closing, typed errors, and the same token counts as the TypeScript c
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -178,3 +179,33 @@ async def test_missing_tokenizer_ranks_are_a_typed_error(client, db, tmp_path, m
         await client.append(sid, [{"role": "user", "content": "hello"}])
     row = await (await db.execute("select count(*) from messages where session_id = %s", (sid,))).fetchone()
     assert row[0] == 0
+
+
+async def test_request_id_resent_after_its_run_is_gone_is_not_run_again(client, db):
+    # A run that completes when idle forgets its answers; Postgres keeps them.
+    idle_client = await sc.connect(settings={"idleTimeoutMs": 1000, "retryInitialIntervalMs": 200, "retryMaximumIntervalMs": 1000})
+    try:
+        sid = unique_id("py-resend")
+        await idle_client.create_session(sid)
+        await idle_client.append(sid, conversation(1))  # too short to summarise: refused, the head stays
+        await idle_client.request_compaction(sid, request_id="once")
+        assert (await idle_client.wait_for_result(sid, "once", timeout=60))["outcome"] == "refused"
+        handle = idle_client.temporal.get_workflow_handle(sc.lineage_workflow_id(sid))
+        for _ in range(100):
+            if (await handle.describe()).status.name != "RUNNING":
+                break
+            await asyncio.sleep(0.2)
+        assert (await handle.describe()).status.name == "COMPLETED"  # the run that answered is gone
+
+        # Now there is plenty to summarise: a second run of the same request id would compact.
+        await idle_client.append(sid, conversation(12)[1:])
+        assert await idle_client.request_compaction(sid, request_id="once") == "once"
+        assert (await idle_client.wait_for_result(sid, "once", timeout=60))["outcome"] == "refused"
+        again = await idle_client.compact(sid, request_id="once")
+        assert again["outcome"] == "refused" and again["sessionId"] == sid
+        # Our own ledger: one session, and the request id in one job only.
+        assert [s["sessionId"] for s in (await idle_client.lineage(sid))["sessions"]] == [sid]
+        rows = await (await db.execute("select count(*) from compactions where lineage_id = %s and request_ids @> %s", (sid, Jsonb(["once"])))).fetchone()
+        assert rows[0] == 1
+    finally:
+        await idle_client.close()
