@@ -59,7 +59,7 @@ export interface JobResult {
 }
 
 /** What the activity reports in its heartbeats: the Web UI, `state` and the inspector show it. */
-export interface CompactionProgress {
+export interface HeartbeatDetails {
   phase: 'snapshot' | 'summarising' | 'gates' | 'committing' | 'committed';
   chunk?: number;
   chunks?: number;
@@ -96,8 +96,8 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
   async function compactSession(input: CompactSessionInput): Promise<JobResult> {
     const { db } = deps;
     const started = Date.now();
-    let progress: CompactionProgress = { phase: 'snapshot', elapsedMs: 0 };
-    const beat = (next: Omit<CompactionProgress, 'elapsedMs'> = progress) => {
+    let progress: HeartbeatDetails = { phase: 'snapshot', elapsedMs: 0 };
+    const beat = (next: Omit<HeartbeatDetails, 'elapsedMs'> = progress) => {
       progress = { ...next, elapsedMs: Date.now() - started };
       heartbeat(progress);
     };

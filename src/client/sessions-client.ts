@@ -113,7 +113,8 @@ export interface LineageStateWithProgress extends LineageState {
   progress?: CompactionProgress;
 }
 
-export interface CompactOutcome extends CompactResult {
+/** What `compact` answers: the wire result, and the transcript to continue the conversation with. */
+export interface CompactResultWithTranscript extends CompactResult {
   /** The transcript of `sessionId`, the head after the call. */
   messages: ChatMessage[];
 }
@@ -354,7 +355,7 @@ export class SessionsClient {
    * never re-run. Waits at most `timeoutMs` (default COMPACTION_CALL_TIMEOUT_MS) or until
    * `signal` aborts: CallTimeoutError, with the request id to wait for again.
    */
-  async compact(sessionId: string, options: CompactOptions = {}): Promise<CompactOutcome> {
+  async compact(sessionId: string, options: CompactOptions = {}): Promise<CompactResultWithTranscript> {
     const { timeoutMs, signal, ...fields } = options;
     const request = checkCompactRequest({ sessionId, ...fields, requestId: fields.requestId ?? randomUUID() });
     const requestId = request.requestId!;

@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { sql } from 'drizzle-orm';
-import type { CompactOutcome } from '../../src/client';
+import type { CompactResultWithTranscript } from '../../src/client';
 import { PROJECT_ROOT } from '../../src/config';
 import { SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
 import { readWithRetry } from '../../src/db/database';
@@ -76,9 +76,9 @@ class Callers {
   requests = 0;
   answered = 0;
   errors: unknown[] = [];
-  readonly pending: Array<Promise<CompactOutcome | undefined>> = [];
+  readonly pending: Array<Promise<CompactResultWithTranscript | undefined>> = [];
 
-  send(call: () => Promise<CompactOutcome>): Promise<CompactOutcome | undefined> {
+  send(call: () => Promise<CompactResultWithTranscript>): Promise<CompactResultWithTranscript | undefined> {
     this.requests++;
     const p = call().then(
       (answer) => {
