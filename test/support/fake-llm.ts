@@ -32,7 +32,7 @@ export interface Behaviour {
 }
 
 /** The call number a summary produced with `tagCalls` carries, or undefined. */
-export const SUMMARY_CALL_TAG = /\[summary call (\d+)\]/;
+const SUMMARY_CALL_TAG = /\[summary call (\d+)\]/;
 
 export interface RecordedRequest {
   body: { model: string; messages: Array<{ role: string; content: string }>; stream?: boolean };
