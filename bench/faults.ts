@@ -18,7 +18,7 @@ import type { DatabaseHandle } from '../src/db/database';
 import { createReferenceDesign, type ReferenceDesign } from './reference-design';
 import { type BenchStack, spawnBenchProcess, stopProcess } from './stack';
 
-export const FAULT_TTL_MS = 3000;
+const FAULT_TTL_MS = 3000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface FaultRow {

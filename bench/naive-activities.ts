@@ -7,6 +7,18 @@ import type { Summariser } from '../src/activities/summariser';
 
 export const FLOOR_TABLE_SQL = 'create table if not exists bench_floor_rows (id bigserial primary key, n integer not null, at timestamptz not null default now())';
 
+/** Floor (c)'s unit of work, and the same-shape floor activity's: one single-row INSERT transaction. */
+export async function insertFloorRow(pool: Pool, n: number): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await client.query('insert into bench_floor_rows (n) values ($1)', [n]);
+    await client.query('commit');
+  } finally {
+    client.release();
+  }
+}
+
 /** Activities of the benchmark's auxiliary worker: the naive design's and the same-shape floor's. */
 export function createNaiveActivities(summariser: Summariser, pool: Pool) {
   return {
@@ -23,14 +35,7 @@ export function createNaiveActivities(summariser: Summariser, pool: Pool) {
     /** The same-shape floor: heartbeat once, one single-row INSERT transaction. */
     async floorTransaction(n: number): Promise<number> {
       Context.current().heartbeat({ phase: 'floor' });
-      const client = await pool.connect();
-      try {
-        await client.query('begin');
-        await client.query('insert into bench_floor_rows (n) values ($1)', [n]);
-        await client.query('commit');
-      } finally {
-        client.release();
-      }
+      await insertFloorRow(pool, n);
       return n;
     },
   };

@@ -16,7 +16,7 @@ import type { Pool, PoolClient } from 'pg';
 import type { Summariser } from '../src/activities/summariser';
 import type { ChatMessage } from '../src/compaction/messages';
 
-export const REFERENCE_SCHEMA = `
+const REFERENCE_SCHEMA = `
 create table if not exists ref_sessions (
   id text primary key, lineage_id text not null, parent_id text, watermark integer,
   created_at timestamptz not null default clock_timestamp(), ended_at timestamptz);

@@ -27,7 +27,7 @@ import { openDatabase, runMigrations } from '../src/db/database';
 import { lineageWorkflowId } from '../src/workflows/contract';
 import { measureTokenCounting } from './token-counting';
 import { runFaults } from './faults';
-import { FLOOR_TABLE_SQL } from './naive-activities';
+import { FLOOR_TABLE_SQL, insertFloorRow } from './naive-activities';
 import { createReferenceDesign } from './reference-design';
 import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess } from './stack';
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate, sameShapeUpdate } from './workflows';
@@ -189,16 +189,7 @@ async function main(): Promise<void> {
     const insertLat: number[] = [];
     const [insertMs] = await timed(() =>
       inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => {
-        const [t] = await timed(async () => {
-          const c = await pool.connect();
-          try {
-            await c.query('begin');
-            await c.query('insert into bench_floor_rows (n) values ($1)', [i]);
-            await c.query('commit');
-          } finally {
-            c.release();
-          }
-        });
+        const [t] = await timed(() => insertFloorRow(pool, i));
         insertLat.push(t);
       }),
     );

@@ -1,73 +1,25 @@
 /**
- * The benchmark's own stack: embedded Postgres, a Temporal dev server (in memory) started with
- * extra arguments (dynamic config, a metrics port), the local OpenAI-compatible server, and
- * worker processes of three kinds: ours (`bench/session-worker.ts`), the floor/naive worker
- * (`bench/aux-worker.ts`) and the reference design's runner (`bench/reference-runner.ts`).
+ * The benchmark's own stack: the scratch stack (test/support/scratch-stack.ts: embedded
+ * Postgres, an in-memory Temporal dev server, the local OpenAI-compatible server) with the dev
+ * server's metrics on and extra dev-server arguments (dynamic config), and worker processes of
+ * three kinds: ours (`bench/session-worker.ts`), the floor/naive worker (`bench/aux-worker.ts`)
+ * and the reference design's runner (`bench/reference-runner.ts`).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { type Config, loadConfig, PROJECT_ROOT } from '../src/config';
-import { startEmbeddedPostgres } from '../src/dev/postgres';
-import { findTemporalCli } from '../src/dev/temporal-cli';
-import { type DevServer, freePort, startDevServer } from '../src/dev/temporal-server';
-import { type FakeLlm, startFakeLlm } from '../test/support/fake-llm';
+import { PROJECT_ROOT } from '../src/config';
+import { type ScratchStack, type ScratchTemporal, startScratchStack } from '../test/support/scratch-stack';
 
-export interface BenchServer {
-  address: string;
-  metricsUrl: string;
-  stop(): Promise<void>;
+export interface BenchStack extends ScratchStack {
+  temporal: ScratchTemporal & { metricsUrl: string };
 }
 
-export async function startBenchTemporal(extraArgs: string[] = []): Promise<BenchServer> {
-  const metricsPort = await freePort();
-  const server: DevServer = await startDevServer({
-    cliPath: findTemporalCli()!,
-    port: await freePort(),
-    headless: true,
-    extraArgs: ['--metrics-port', String(metricsPort), ...extraArgs],
-  });
-  return { address: server.address, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`, stop: () => server.stop() };
-}
-
-export interface BenchStack {
-  dir: string;
-  env: Record<string, string>;
-  config: Config;
-  llm: FakeLlm;
-  temporal: BenchServer;
-  stop(): Promise<void>;
-}
-
+/** The scratch stack with the dev server's metrics on (and any more dev-server arguments). */
 export async function startBenchStack(name: string, options: { env?: Record<string, string>; temporalArgs?: string[] } = {}): Promise<BenchStack> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), `${name}-`));
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), database: name.replace(/\W/g, '_') });
-  const temporal = await startBenchTemporal(options.temporalArgs);
-  const llm = await startFakeLlm();
-  const env: Record<string, string> = {
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_TASK_QUEUE: name,
-    DATABASE_URL: pg.url,
-    OPENAI_API_KEY: name,
-    OPENAI_BASE_URL: llm.baseURL,
-    COMPACTION_MODEL: 'fake-model',
-    COMPACTION_TAIL_TOKENS: '200',
-    ...options.env,
-  };
-  return {
-    dir,
-    env,
-    config: loadConfig(env),
-    llm,
-    temporal,
-    async stop() {
-      await llm.close();
-      await temporal.stop();
-      await pg.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  const stack = await startScratchStack(name, { ...options, metrics: true });
+  const { metricsUrl } = stack.temporal;
+  if (metricsUrl === undefined) throw new Error('the scratch stack started without a metrics endpoint');
+  return { ...stack, temporal: { ...stack.temporal, metricsUrl } };
 }
 
 /** Runs a bench script as its own Node process (tsx as a loader, so signals reach it) and waits for `ready`. */

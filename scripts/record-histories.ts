@@ -24,7 +24,7 @@ export const HISTORIES_DIR = path.join(PROJECT_ROOT, 'test/replay/histories');
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const scratch = await startScratchStack('record-histories', { COMPACTION_LEASE_TTL_MS: '3000', COMPACTION_STALL_TIMEOUT_MS: '30000' });
+  const scratch = await startScratchStack('record-histories', { env: { COMPACTION_LEASE_TTL_MS: '3000', COMPACTION_STALL_TIMEOUT_MS: '30000' } });
   const { config, llm } = scratch;
   const database = openDatabase(config.databaseUrl);
   const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });

@@ -6,10 +6,9 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { SessionsClient } from '../src/client';
 import { CallTimeoutError, LineageClosedError, RequestLostError } from '../src/errors';
 import { compactSignal, lineageWorkflowId, requestStatusQuery } from '../src/workflows/contract';
-import { conversation, uniqueId, useTestStack } from './support/stack';
+import { conversation, latestRunStatus, uniqueId, useTestStack, withClient } from './support/stack';
 
 const stack = useTestStack();
 
@@ -80,14 +79,11 @@ describe('request status and lost requests', () => {
   });
 
   it('waiting for a request the workflow never got is RequestLostError, not an endless poll', async () => {
-    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, requestLostAfterMs: 1500 });
-    try {
+    await withClient(stack(), { requestLostAfterMs: 1500 }, async (client) => {
       const id = uniqueId('dl');
       await client.createSession({ sessionId: id });
       await expect(client.waitForResult(id, 'a-request-nobody-sent', { timeoutMs: 60_000 })).rejects.toBeInstanceOf(RequestLostError);
-    } finally {
-      await client.close();
-    }
+    });
   });
 
   it('waiting on a run that ended without the request is RequestLostError at once', async () => {
@@ -102,26 +98,20 @@ describe('request status and lost requests', () => {
 
 describe('answers outlive runs', () => {
   it('a request id answered by a run that completed while idle is answered the same way, never re-run', async () => {
-    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { idleTimeoutMs: 1000 } });
-    try {
+    await withClient(stack(), { settings: { idleTimeoutMs: 1000 } }, async (client) => {
       const id = uniqueId('dl');
       await client.createSession({ sessionId: id });
       await client.append(id, conversation(12));
       const requestId = uniqueId('req');
       const first = await client.compact(id, { requestId });
       expect(first.outcome).toBe('compacted');
-      const deadline = Date.now() + 20_000;
-      const running = async () => (await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).describe()).status.name === 'RUNNING';
-      while ((await running()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      expect(await running()).toBe(false); // the run that answered is gone
+      expect(await latestRunStatus(stack(), id, 20_000)).not.toBe('RUNNING'); // the run that answered is gone
 
       const again = await client.compact(id, { requestId });
       expect(again).toMatchObject({ outcome: 'compacted', sessionId: first.sessionId, previousSessionId: id, generation: 1, requestId });
       expect(stack().llm.requests).toHaveLength(1);
       expect(await client.waitForResult(id, requestId, { timeoutMs: 10_000 })).toMatchObject({ outcome: 'compacted', sessionId: first.sessionId });
-    } finally {
-      await client.close();
-    }
+    });
   });
 });
 

@@ -5,9 +5,8 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { CompactionCount } from '../src/workflows/search-attributes';
-import { SessionsClient } from '../src/client';
 import { lineageWorkflowId } from '../src/workflows/contract';
-import { conversation, uniqueId, useTestStack } from './support/stack';
+import { conversation, uniqueId, useTestStack, withClient } from './support/stack';
 
 const stack = useTestStack();
 
@@ -31,8 +30,7 @@ async function carriedQueuesOf(lineageId: string): Promise<number[]> {
 
 describe('continue-as-new', () => {
   it('requests arriving across run boundaries are none lost, none run twice, retries answered from carried state', async () => {
-    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { maxCompactionsPerRun: 2 } });
-    try {
+    await withClient(stack(), { settings: { maxCompactionsPerRun: 2 } }, async (client) => {
       const root = uniqueId('can');
       await client.createSession({ sessionId: root });
       await client.append(root, conversation(10));
@@ -70,17 +68,13 @@ describe('continue-as-new', () => {
       expect(stack().llm.requests).toHaveLength(8);
       const state = await client.state(root);
       expect(state).toMatchObject({ headSessionId: head, generation: 8, compactions: 8 });
-    } finally {
-      stack().llm.setDefault({});
-      await client.close();
-    }
+    });
   });
 });
 
 describe('continue-as-new under sustained load', () => {
   it('continues as new at its limit even while requests wait, carrying them: every caller answered, nothing run twice', async () => {
-    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { maxCompactionsPerRun: 3 } });
-    try {
+    await withClient(stack(), { settings: { maxCompactionsPerRun: 3 } }, async (client) => {
       const root = uniqueId('load');
       await client.createSession({ sessionId: root });
       await client.append(root, conversation(10));
@@ -121,17 +115,13 @@ describe('continue-as-new under sustained load', () => {
         where c.lineage_id = ${root} group by r.id having count(*) > 1`);
       expect(twice.rows).toEqual([]);
       expect(await client.audit()).toMatchObject({ forks: 0, orphans: 0, lostMessages: 0, duplicatedMessages: 0 });
-    } finally {
-      stack().llm.setDefault({});
-      await client.close();
-    }
+    });
   });
 });
 
 describe('continue-as-new with a queue', () => {
   it('carries the requests waiting when the run reaches its limit; their callers get their answers from the next run', async () => {
-    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { maxCompactionsPerRun: 2 } });
-    try {
+    await withClient(stack(), { settings: { maxCompactionsPerRun: 2 } }, async (client) => {
       const root = uniqueId('carry');
       await client.createSession({ sessionId: root });
       await client.append(root, conversation(10));
@@ -151,16 +141,13 @@ describe('continue-as-new with a queue', () => {
       expect(waiting[1]).toMatchObject({ outcome: 'stale', sessionId: waiting[2].sessionId, requestId: 'old-head-signal' });
       const queues = await carriedQueuesOf(root);
       expect(queues.some((n) => n > 0)).toBe(true); // a run started with the waiting requests carried
-    } finally {
-      await client.close();
-    }
+    });
   });
 });
 
 describe('idle lineages', () => {
   it('complete after the idle timeout and start again from Postgres on the next request', async () => {
-    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { idleTimeoutMs: 1000 } });
-    try {
+    await withClient(stack(), { settings: { idleTimeoutMs: 1000 } }, async (client) => {
       const root = uniqueId('idle');
       await client.createSession({ sessionId: root });
       await client.append(root, conversation(10));
@@ -186,8 +173,6 @@ describe('idle lineages', () => {
         await new Promise((r) => setTimeout(r, 200));
       }
       expect(count).toBe(2);
-    } finally {
-      await client.close();
-    }
+    });
   });
 });

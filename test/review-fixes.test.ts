@@ -8,11 +8,10 @@
  * (The attempt ticket, fencing by Temporal's attempt number, is proven in test/lease.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import { SessionsClient } from '../src/client';
 import { RequestLostError, SessionCompactionError } from '../src/errors';
 import { lineageWorkflowId } from '../src/workflows/contract';
 import { AppendLedger, ledgerProblems } from './support/ledger';
-import { childrenOf, conversation, uniqueId, useTestStack } from './support/stack';
+import { childrenOf, conversation, latestRunStatus, uniqueId, useTestStack, withClient } from './support/stack';
 
 const TTL_MS = 3000;
 // One attempt only: when it loses its lease the activity has failed for good and the
@@ -71,16 +70,12 @@ describe('an abort adopts a commit that raced it', () => {
 describe('waiting for a request whose run ended', () => {
   it('ends in a typed error once the lineage workflow completed, instead of polling forever', async () => {
     // A client whose lineage workflows complete after 1 s without requests.
-    const idle = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { idleTimeoutMs: 1000, retryInitialIntervalMs: 200 } });
-    try {
+    await withClient(stack(), { settings: { idleTimeoutMs: 1000, retryInitialIntervalMs: 200 } }, async (idle) => {
       const root = uniqueId('w');
       await idle.createSession({ sessionId: root });
       await idle.append(root, conversation(15));
       expect(await idle.compact(root, { requestId: 'answered' })).toMatchObject({ outcome: 'compacted' });
-      const handle = stack().temporal.workflow.getHandle(lineageWorkflowId(root));
-      const deadline = Date.now() + 30_000;
-      while ((await handle.describe()).status.name === 'RUNNING' && Date.now() < deadline) await sleep(100);
-      expect((await handle.describe()).status.name).toBe('COMPLETED');
+      expect(await latestRunStatus(stack(), root, 30_000)).toBe('COMPLETED');
 
       // A request that never reached the run (lost): no answer will ever come.
       const started = Date.now();
@@ -93,8 +88,6 @@ describe('waiting for a request whose run ended', () => {
       expect(outcome).toBeInstanceOf(RequestLostError);
       expect(outcome).toMatchObject({ requestId: 'never-delivered' });
       expect(Date.now() - started).toBeLessThan(90_000);
-    } finally {
-      await idle.close();
-    }
+    });
   });
 });

@@ -3,8 +3,7 @@
  * not. Each request is answered by the next scripted behaviour (or the default), so a test
  * controls latency, content and failures while the real `openai` client does the talking.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { sendCompletion, serveChatCompletions, startChunkStream } from './openai-server';
 
 export interface Behaviour {
   /** An HTTP error status (with an OpenAI-style error body). */
@@ -33,7 +32,7 @@ export interface Behaviour {
 }
 
 /** The call number a summary produced with `tagCalls` carries, or undefined. */
-export const SUMMARY_CALL_TAG = /\[summary call (\d+)\]/;
+const SUMMARY_CALL_TAG = /\[summary call (\d+)\]/;
 
 export interface RecordedRequest {
   body: { model: string; messages: Array<{ role: string; content: string }>; stream?: boolean };
@@ -58,16 +57,9 @@ export async function startFakeLlm(): Promise<FakeLlm> {
   const requests: RecordedRequest[] = [];
   let queue: Behaviour[] = [];
   let fallback: Behaviour = {};
-  const sockets = new Set<import('node:net').Socket>();
 
-  const server = http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
-      res.writeHead(404).end();
-      return;
-    }
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RecordedRequest['body'];
+  const server = await serveChatCompletions(async (raw, req, res) => {
+    const body = JSON.parse(raw) as RecordedRequest['body'];
     requests.push({ body, at: Date.now() });
     const callNumber = requests.length;
     const b = queue.shift() ?? fallback;
@@ -86,23 +78,12 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       (b.tagCalls ? `\n[summary call ${callNumber}]` : '');
     const model = body.model;
     if (!body.stream) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id: 'cmpl-test',
-          object: 'chat.completion',
-          created: Math.floor(Date.now() / 1000),
-          model,
-          choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-          usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 },
-        }),
-      );
+      sendCompletion(res, { id: 'cmpl-test', model, message: { role: 'assistant', content: text }, finishReason: 'stop' });
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const stream = startChunkStream(res, 'cmpl-test', model);
     const n = Math.max(1, b.chunks ?? 1);
     const size = Math.ceil(text.length / n);
-    const send = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
     for (let i = 0; i < n; i++) {
       if (b.stallAfterChunks !== undefined && i >= b.stallAfterChunks) {
         await new Promise<void>((resolve) => res.once('close', resolve));
@@ -110,21 +91,14 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       }
       if (i > 0 && b.chunkDelayMs) await sleep(b.chunkDelayMs);
       if (res.destroyed) return;
-      send({ id: 'cmpl-test', object: 'chat.completion.chunk', created: 0, model, choices: [{ index: 0, delta: { content: text.slice(i * size, (i + 1) * size) }, finish_reason: null }] });
+      stream.delta({ content: text.slice(i * size, (i + 1) * size) });
     }
-    send({ id: 'cmpl-test', object: 'chat.completion.chunk', created: 0, model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
-    send({ id: 'cmpl-test', object: 'chat.completion.chunk', created: 0, model, choices: [], usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 } });
-    res.end('data: [DONE]\n\n');
+    stream.delta({}, 'stop');
+    stream.end();
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
 
   return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
+    baseURL: server.baseURL,
     requests,
     script: (...behaviours) => void queue.push(...behaviours),
     setDefault: (behaviour) => void (fallback = behaviour),
@@ -140,10 +114,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       queue = [];
       fallback = {};
     },
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
 

@@ -10,9 +10,10 @@ import { NativeConnection } from '@temporalio/worker';
 import { sql } from 'drizzle-orm';
 import { Pool } from 'pg';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
-import { SessionsClient } from '../../src/client';
+import { SessionsClient, type SessionsClientOptions } from '../../src/client';
 import { type Config, loadConfig } from '../../src/config';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database';
+import { lineageWorkflowId } from '../../src/workflows/contract';
 import type { LineageSettings } from '../../src/workflows/settings';
 import { createSessionWorker, type SessionWorker, type SessionWorkerOptions } from '../../src/worker';
 import { type FakeLlm, startFakeLlm } from './fake-llm';
@@ -156,6 +157,33 @@ export function useTestStack(options: TestStackOptions = {}): () => TestStack {
     if (!stack) throw new Error('the test stack is not started yet');
     return stack;
   };
+}
+
+/**
+ * Runs `use` with a SessionsClient of its own on the stack (settings other than the stack
+ * client's), and closes that client when `use` ends, however it ends.
+ */
+export async function withClient<T>(stack: TestStack, options: Omit<SessionsClientOptions, 'config' | 'database'>, use: (client: SessionsClient) => Promise<T>): Promise<T> {
+  const client = await SessionsClient.connect({ config: stack.config, database: stack.db, ...options });
+  try {
+    return await use(client);
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * Polls the lineage's latest run until it is no longer running or `timeoutMs` has passed, and
+ * returns its status (RUNNING when it outlived the wait).
+ */
+export async function latestRunStatus(stack: TestStack, lineageId: string, timeoutMs: number): Promise<string> {
+  const handle = stack.temporal.workflow.getHandle(lineageWorkflowId(lineageId));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = (await handle.describe()).status.name;
+    if (status !== 'RUNNING' || Date.now() > deadline) return status;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /** The compaction children of a session, straight from Postgres. */

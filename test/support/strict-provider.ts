@@ -18,8 +18,7 @@
  * "preceeding"); where OpenAI's exact wording is not on record (duplicate ids inside
  * `tool_calls`) the text follows the same pattern and says which rule fired.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { sendCompletion, serveChatCompletions, startChunkStream } from './openai-server';
 
 export interface OpenAiError {
   message: string;
@@ -234,7 +233,6 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
   const requests: ProviderRequest[] = [];
   const rejections: ProviderRequest[] = [];
   const agentReplies: AgentReply[] = [];
-  const sockets = new Set<import('node:net').Socket>();
   let summaryCounter = 0;
   // One script per agent model (`agent-model`, `agent-model-2`, ...), each seeded from the
   // seed and its name, so agents running at once each get a reproducible script.
@@ -276,16 +274,10 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
     return { kind: 'tool_calls', content: rand() < 0.5 ? null : `Reply ${replyNo}: running ${calls} tool(s).`, toolCalls };
   }
 
-  const server = http.createServer(async (req, res) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
-      res.writeHead(404).end();
-      return;
-    }
+  const server = await serveChatCompletions(async (raw, _req, res) => {
     let body: { model?: unknown; messages?: unknown; stream?: unknown };
     try {
-      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      body = JSON.parse(raw);
     } catch {
       body = undefined as never;
     }
@@ -321,55 +313,33 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
     }
     const toolCalls = reply.kind === 'tool_calls' ? reply.toolCalls : undefined;
     const finishReason = toolCalls ? 'tool_calls' : 'stop';
+    const id = `chatcmpl-${requests.length}`;
     if (body.stream !== true) {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          id: `chatcmpl-${requests.length}`,
-          object: 'chat.completion',
-          created: Math.floor(Date.now() / 1000),
-          model,
-          choices: [{ index: 0, message: { role: 'assistant', content: reply.content, ...(toolCalls ? { tool_calls: toolCalls } : {}), refusal: null }, finish_reason: finishReason }],
-          usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 },
-        }),
-      );
+      sendCompletion(res, { id, model, message: { role: 'assistant', content: reply.content, ...(toolCalls ? { tool_calls: toolCalls } : {}), refusal: null }, finishReason });
       return;
     }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    const id = `chatcmpl-${requests.length}`;
-    const send = (delta: unknown, finish: string | null = null) =>
-      res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
-    send({ role: 'assistant', content: '' });
+    const stream = startChunkStream(res, id, model);
+    stream.delta({ role: 'assistant', content: '' });
     if (reply.content) {
       const half = Math.ceil(reply.content.length / 2);
-      send({ content: reply.content.slice(0, half) });
-      send({ content: reply.content.slice(half) });
+      stream.delta({ content: reply.content.slice(0, half) });
+      stream.delta({ content: reply.content.slice(half) });
     }
     toolCalls?.forEach((call, index) => {
-      send({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] });
+      stream.delta({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] });
       const args = call.function.arguments;
       const step = Math.max(1, Math.ceil(args.length / 3));
-      for (let at = 0; at < args.length; at += step) send({ tool_calls: [{ index, function: { arguments: args.slice(at, at + step) } }] });
+      for (let at = 0; at < args.length; at += step) stream.delta({ tool_calls: [{ index, function: { arguments: args.slice(at, at + step) } }] });
     });
-    send({}, finishReason);
-    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model, choices: [], usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 } })}\n\n`);
-    res.end('data: [DONE]\n\n');
+    stream.delta({}, finishReason);
+    stream.end();
   });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
 
   return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
+    baseURL: server.baseURL,
     requests,
     rejections,
     agentReplies,
-    async close() {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
+    close: () => server.close(),
   };
 }
