@@ -12,13 +12,40 @@
  *
  * The output directory must sit inside the project (its node_modules are found from there).
  */
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { bundleWorkflowCode } from '@temporalio/worker';
+import ts from 'typescript';
 import { PROJECT_ROOT } from '../src/config';
 import { PREBUILT_WORKFLOW_BUNDLES } from '../src/worker';
+
+/**
+ * Compiles the files and with the options of tsconfig.build.json, one file at a time
+ * (`transpileModule`): the same JavaScript as `tsc -p tsconfig.build.json` (compared when
+ * this was written), in a few seconds instead of tens, since no program is type-checked;
+ * type checking is `npm run typecheck`'s job. Syntax errors still fail the build.
+ */
+function compile(outDir: string): void {
+  const config = ts.getParsedCommandLineOfConfigFile(path.join(PROJECT_ROOT, 'tsconfig.build.json'), { outDir }, {
+    ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+      throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+    },
+  })!;
+  const problems = [...config.errors];
+  for (const fileName of config.fileNames) {
+    const { outputText, diagnostics = [] } = ts.transpileModule(readFileSync(fileName, 'utf8'), { compilerOptions: config.options, fileName, reportDiagnostics: true });
+    problems.push(...diagnostics);
+    const target = path.join(outDir, path.relative(config.options.rootDir!, fileName)).replace(/\.ts$/, '.js');
+    mkdirSync(path.dirname(target), { recursive: true });
+    writeFileSync(target, outputText);
+  }
+  if (problems.length > 0) {
+    const host = { getCanonicalFileName: (f: string) => f, getCurrentDirectory: () => PROJECT_ROOT, getNewLine: () => '\n' };
+    throw new Error(`compiling src/ failed:\n${ts.formatDiagnostics(problems, host)}`);
+  }
+}
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never;
 
@@ -34,11 +61,7 @@ export async function build(outDir: string): Promise<void> {
   };
   rmSync(outDir, { recursive: true, force: true });
 
-  // --noCheck: emit only (the same JavaScript, in about half the time); type checking is
-  // `npm run typecheck`'s job.
-  await step(`compiled src/ to ${relative}/`, () =>
-    execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(PROJECT_ROOT, 'tsconfig.build.json'), '--noCheck', '--outDir', outDir], { stdio: 'inherit' }),
-  );
+  await step(`compiled src/ to ${relative}/`, () => compile(outDir));
 
   await step('copied the migrations and the failure converter', () => {
     cpSync(path.join(PROJECT_ROOT, 'src/db/migrations'), path.join(outDir, 'db/migrations'), { recursive: true });
