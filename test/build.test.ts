@@ -90,6 +90,17 @@ describe('npm run build', () => {
     }
   });
 
+  it('makes a worker that, with tracing on, bundles the compiled workflows at start (the prebuilt bundles have no tracing interceptors)', async () => {
+    // Its own task queue: it only starts, and no work may reach it.
+    const env = { ...stack().env, TEMPORAL_TASK_QUEUE: `${stack().env.TEMPORAL_TASK_QUEUE}-traced`, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' };
+    const traced = await spawnWorkerProcess(env, { compiledWorker: path.join(outDir, 'worker.js') });
+    try {
+      expect(traced.output()).toContain(`workflows: bundled at start from ${path.join(outDir, 'workflows/index.js')} (tracing adds workflow interceptors)`);
+    } finally {
+      traced.kill('SIGKILL');
+    }
+  }, 120_000);
+
   it('makes a worker that runs with plain node, takes the prebuilt bundle and compacts', async () => {
     // Without the workflows' entry module the worker cannot bundle at start: only the prebuilt
     // bundle can serve the workflow below.
