@@ -3,6 +3,7 @@
  * Temporal and Postgres. `npm run worker` runs it alone; `npm run dev` runs it inside the
  * dev stack. Migrations run on start.
  */
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
@@ -18,7 +19,7 @@ export interface SessionWorkerOptions {
   connection?: NativeConnection;
   database?: DatabaseHandle;
   summariser?: Summariser;
-  /** Path of a prebuilt workflow bundle (bundleWorkflowCode's code, written to a file). */
+  /** Path of a prebuilt workflow bundle (bundleWorkflowCode's code, written to a file); see workflowCode. */
   workflowBundlePath?: string;
   /** Test seam, see CompactionActivityDeps.heartbeat. */
   heartbeat?: CompactionActivityDeps['heartbeat'];
@@ -65,11 +66,10 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
   });
   const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
   if (encrypted) say('payloads and failure messages in Temporal history are encrypted (AES-256-GCM)');
-  // The tracing plugin adds workflow interceptor modules, which must be bundled with the
-  // workflow code: with tracing on, the workflows are bundled here, not taken prebuilt.
   const tracingPlugin = tracing ? workerTracingPlugin() : undefined;
   if (tracingPlugin) say('tracing: spans exported (OpenTelemetry)');
-  const bundlePath = tracingPlugin ? undefined : (options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH);
+  const workflows = workflowCode({ bundlePath: options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH, encrypted: Boolean(encrypted), tracing: Boolean(tracingPlugin) });
+  say(`workflows: ${workflows.description}`);
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
@@ -78,7 +78,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     ...(encrypted ? { dataConverter: encrypted } : {}),
     ...config.worker,
     shutdownGraceTime: config.worker.shutdownGraceTimeMs,
-    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: path.join(__dirname, 'workflows', 'index.ts') }),
+    ...workflows.options,
     ...(tracingPlugin ? { plugins: [tracingPlugin] } : {}),
     ...options.workerOptions,
   });
@@ -95,6 +95,40 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     },
     shutdown: () => worker.shutdown(),
   };
+}
+
+/**
+ * The workflow bundles `npm run build` writes beside the compiled worker (scripts/build.ts).
+ * The failure converter is part of a bundle, so there is one per data converter the worker
+ * may use: with payload encryption (the failure converter that encodes failure messages) and
+ * without (the SDK's default), each built exactly as this worker would bundle at start.
+ */
+export const PREBUILT_WORKFLOW_BUNDLES = { encrypted: 'workflow-bundle.js', unencrypted: 'workflow-bundle-unencrypted.js' } as const;
+
+/**
+ * Where the worker takes its workflow code from, in this order:
+ * - with tracing on, it bundles the workflows at start: the tracing plugin adds workflow
+ *   interceptor modules, which must be bundled with them (a prebuilt bundle has none);
+ * - an explicit prebuilt bundle (`workflowBundlePath`, `WORKFLOW_BUNDLE_PATH`), taken as is;
+ * - the compiled worker (dist/worker.js) takes the bundle `npm run build` wrote beside it,
+ *   the one for its data converter (PREBUILT_WORKFLOW_BUNDLES);
+ * - otherwise (the TypeScript sources through tsx, or a dist without bundles) it bundles
+ *   the workflows at start, from the workflows module beside this file.
+ */
+export function workflowCode(options: { bundlePath?: string; encrypted: boolean; tracing: boolean }): {
+  options: Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath'>;
+  description: string;
+} {
+  const bundleAtStart = (why: string) => {
+    // index.ts beside src/worker.ts, index.js beside the compiled dist/worker.js.
+    const workflowsPath = path.join(__dirname, 'workflows', `index${path.extname(__filename)}`);
+    return { options: { workflowsPath }, description: `bundled at start from ${workflowsPath} (${why})` };
+  };
+  if (options.tracing) return bundleAtStart('tracing adds workflow interceptors');
+  if (options.bundlePath) return { options: { workflowBundle: { codePath: options.bundlePath } }, description: `prebuilt bundle ${options.bundlePath}` };
+  const beside = path.join(__dirname, options.encrypted ? PREBUILT_WORKFLOW_BUNDLES.encrypted : PREBUILT_WORKFLOW_BUNDLES.unencrypted);
+  if (existsSync(beside)) return { options: { workflowBundle: { codePath: beside } }, description: `prebuilt bundle ${beside}` };
+  return bundleAtStart('no prebuilt bundle');
 }
 
 /**

@@ -73,10 +73,43 @@ describe('docker-compose.yml', () => {
     expect(readFileSync(path.join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8')).not.toMatch(/:-postgres\}|PASSWORD: postgres|:postgres@/);
   });
 
-  it('builds a worker image that runs the worker', () => {
-    const dockerfile = readFileSync(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
-    expect(dockerfile).toMatch(/^FROM node:20/m);
-    expect(dockerfile).toMatch(/npm ci --omit=dev/);
-    expect(dockerfile).toMatch(/CMD \["node", "--import", "tsx", "src\/worker\.ts"\]/);
+  describe('the Dockerfile', () => {
+    // Its stages: the instructions from each FROM to the next, comments dropped.
+    const lines = readFileSync(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line && !line.startsWith('#'));
+    const stages: Array<{ from: string; name?: string; lines: string[] }> = [];
+    for (const line of lines) {
+      const from = /^FROM\s+(\S+)(?:\s+AS\s+(\S+))?$/i.exec(line);
+      if (from) stages.push({ from: from[1], name: from[2], lines: [] });
+      else stages.at(-1)?.lines.push(line);
+    }
+    const final = stages.at(-1)!;
+    const build = stages.find((stage) => stage.lines.includes('RUN npm run build'));
+
+    it('has a build stage that installs every dependency and runs npm run build', () => {
+      expect(stages.length).toBeGreaterThanOrEqual(2);
+      expect(build, 'a stage with RUN npm run build').toBeDefined();
+      expect(build).not.toBe(final);
+      expect(build!.name).toBeTruthy();
+      expect(build!.from).toMatch(/^node:20/);
+      expect(build!.lines).toContain('RUN npm ci --no-audit --no-fund');
+    });
+
+    it('has a final stage from a node image with production dependencies and dist/ only, run by plain node as a non-root user', () => {
+      expect(final.from).toMatch(/^node:20/);
+      expect(final.lines.some((line) => /^RUN npm ci --omit=dev\b/.test(line))).toBe(true);
+      expect(final.lines).toContain(`COPY --from=${build!.name} /app/dist ./dist`);
+      expect(final.lines.at(-1)).toBe('CMD ["node", "dist/worker.js"]');
+      const user = final.lines.filter((line) => line.startsWith('USER ')).at(-1);
+      expect(user).toBeDefined();
+      expect(user).not.toMatch(/^USER (root|0)(:|$)/);
+      // No tsx, no TypeScript sources: nothing copies src/ or a .ts file into it.
+      const text = final.lines.join('\n');
+      expect(text).not.toMatch(/tsx/);
+      expect(text).not.toMatch(/\.ts\b/);
+      expect(final.lines.filter((line) => /^(COPY|ADD)\s/.test(line) && /\bsrc\b/.test(line))).toEqual([]);
+    });
   });
 });

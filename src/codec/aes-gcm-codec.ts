@@ -90,10 +90,16 @@ export function codecFromKeys(spec: string | undefined): AesGcmPayloadCodec | un
 }
 
 /**
+ * The failure converter module used with encryption (plain JavaScript, loaded by path: the
+ * build copies it beside the compiled codec and bundles it into the prebuilt workflow bundle).
+ */
+export const FAILURE_CONVERTER_PATH = path.join(__dirname, 'failure-converter.js');
+
+/**
  * The data converter of a worker or client when payloads are encrypted: the codec, and the
  * failure converter that moves failure messages into encrypted attributes. Undefined without keys.
  */
 export function encryptedDataConverter(spec: string | undefined): { payloadCodecs: AesGcmPayloadCodec[]; failureConverterPath: string } | undefined {
   const codec = codecFromKeys(spec);
-  return codec ? { payloadCodecs: [codec], failureConverterPath: path.join(__dirname, 'failure-converter.js') } : undefined;
+  return codec ? { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH } : undefined;
 }
