@@ -117,18 +117,14 @@ describe('answers outlive runs', () => {
 
 describe('a request id resent by signal after its run is gone', () => {
   it('is answered from Postgres, not run again, even when it names the head', async () => {
-    const client = await SessionsClient.connect({ config: stack().config, database: stack().db, settings: { idleTimeoutMs: 1000 } });
-    try {
+    await withClient(stack(), { settings: { idleTimeoutMs: 1000 } }, async (client) => {
       const id = uniqueId('resend');
       await client.createSession({ sessionId: id });
       await client.append(id, conversation(2)); // too short to summarise: refused, and the head stays
       const requestId = uniqueId('req');
       await client.requestCompaction(id, { requestId });
       expect(await client.waitForResult(id, requestId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'refused' });
-      const deadline = Date.now() + 20_000;
-      const running = async () => (await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).describe()).status.name === 'RUNNING';
-      while ((await running()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      expect(await running()).toBe(false); // the run that answered is gone
+      expect(await latestRunStatus(stack(), id, 20_000)).toBe('COMPLETED'); // the run that answered is gone
 
       // Now there is plenty to summarise: a second run of the same request id would compact.
       await client.append(id, conversation(12).slice(1));
@@ -137,9 +133,7 @@ describe('a request id resent by signal after its run is gone', () => {
       // Our own ledger: the summariser was never called, and the head never moved.
       expect(stack().llm.requests).toHaveLength(0);
       expect((await client.transcript(id)).sessionId).toBe(id);
-    } finally {
-      await client.close();
-    }
+    });
   });
 });
 
