@@ -28,7 +28,7 @@ import {
   sessionMessages,
 } from '../db/session-store';
 import { withSpan } from '../tracing';
-import type { CompactionMode, CompactionOutcome } from '../workflows/contract';
+import type { CompactionMode, CompactResult } from '../workflows/contract';
 import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
 
 export interface CompactSessionInput extends CompactionJob {
@@ -42,20 +42,9 @@ export interface CompactSessionInput extends CompactionJob {
  * (`compactSession`, and `recordAbortedCompaction` when the workflow gives up). The workflow
  * turns it into the answer every request of the job gets (`CompactResult` on the wire).
  */
-export interface JobResult {
-  outcome: CompactionOutcome;
-  /** The lineage's head after the job. */
+export interface JobResult extends Omit<CompactResult, 'requestId' | 'sessionId'> {
+  /** The lineage's head after the job (the wire answer's `sessionId`). */
   headSessionId: string;
-  generation: number;
-  /** The session this job rotated away, when it did. */
-  previousSessionId?: string;
-  reason?: string;
-  /** The gate that refused the compaction, when one did. */
-  gate?: string;
-  tokensBefore?: number;
-  tokensAfter?: number;
-  messagesBefore?: number;
-  messagesAfter?: number;
 }
 
 /** What the activity reports in its heartbeats: the Web UI, `state` and the inspector show it. */
