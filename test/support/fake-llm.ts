@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export interface Behaviour {
+interface Behaviour {
   /** An HTTP error status (with an OpenAI-style error body). */
   status?: number;
   errorCode?: string;
@@ -33,7 +33,7 @@ export interface Behaviour {
 }
 
 /** The call number a summary produced with `tagCalls` carries, or undefined. */
-export const SUMMARY_CALL_TAG = /\[summary call (\d+)\]/;
+const SUMMARY_CALL_TAG = /\[summary call (\d+)\]/;
 
 export interface RecordedRequest {
   body: { model: string; messages: Array<{ role: string; content: string }>; stream?: boolean };
@@ -60,7 +60,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
   let fallback: Behaviour = {};
   const sockets = new Set<import('node:net').Socket>();
 
-  const server = http.createServer(async (req, res) => {
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
@@ -115,7 +115,9 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     send({ id: 'cmpl-test', object: 'chat.completion.chunk', created: 0, model, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
     send({ id: 'cmpl-test', object: 'chat.completion.chunk', created: 0, model, choices: [], usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 } });
     res.end('data: [DONE]\n\n');
-  });
+  };
+  // A bug in this fake is meant to surface as an unhandled rejection, which fails the test run.
+  const server = http.createServer((req, res) => void handle(req, res));
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));

@@ -174,13 +174,13 @@ export function fillerText(rand: () => number, chars: number, label: string): st
   return lines.join('\n').slice(0, chars);
 }
 
-export interface ScriptedToolCall {
+interface ScriptedToolCall {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };
 }
 
-export type AgentReply = { kind: 'tool_calls'; content: string | null; toolCalls: ScriptedToolCall[] } | { kind: 'answer'; content: string };
+type AgentReply = { kind: 'tool_calls'; content: string | null; toolCalls: ScriptedToolCall[] } | { kind: 'answer'; content: string };
 
 export interface StrictProviderOptions {
   /** Seed of the agent script. */
@@ -195,9 +195,9 @@ export interface StrictProviderOptions {
   summaryDelayMs?: number;
 }
 
-export type Caller = 'agent' | 'summariser' | 'other';
+type Caller = 'agent' | 'summariser' | 'other';
 
-export interface ProviderRequest {
+interface ProviderRequest {
   caller: Caller;
   model: string;
   stream: boolean;
@@ -276,7 +276,7 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
     return { kind: 'tool_calls', content: rand() < 0.5 ? null : `Reply ${replyNo}: running ${calls} tool(s).`, toolCalls };
   }
 
-  const server = http.createServer(async (req, res) => {
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
@@ -354,7 +354,9 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
     send({}, finishReason);
     res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model, choices: [], usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 } })}\n\n`);
     res.end('data: [DONE]\n\n');
-  });
+  };
+  // A bug in this fake is meant to surface as an unhandled rejection, which fails the test run.
+  const server = http.createServer((req, res) => void handle(req, res));
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
