@@ -15,6 +15,7 @@ import { createSessionWorker, installRuntime } from '../src/worker';
  */
 function traceSql(file: string): void {
   const open = new WeakMap<object, { started: number; sql: string[] }>();
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- always called with .apply(this, args) below
   const original = Client.prototype.query as (...args: unknown[]) => unknown;
   (Client.prototype as unknown as { query: unknown }).query = function (this: object, ...args: unknown[]) {
     const first = args[0] as string | { text?: string };

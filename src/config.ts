@@ -13,7 +13,7 @@ export const DEV_STATE_DIR = path.join(PROJECT_ROOT, '.dev');
 export const TOOLS_DIR = path.join(PROJECT_ROOT, '.tools');
 
 export const DEV_POSTGRES_PORT = 54329;
-export const DEV_DATABASE_URL = `postgres://postgres:postgres@127.0.0.1:${DEV_POSTGRES_PORT}/session_compaction`;
+const DEV_DATABASE_URL = `postgres://postgres:postgres@127.0.0.1:${DEV_POSTGRES_PORT}/session_compaction`;
 
 function intFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -94,7 +94,7 @@ export interface LlmConfig {
   stream: boolean;
 }
 
-export interface CompactionConfig {
+interface CompactionConfig {
   /** Heartbeat timeout of the summarise activity: the lease TTL. */
   leaseTtlMs: number;
   /** A summariser stream silent for this long is abandoned and retried. */
@@ -114,7 +114,7 @@ export interface CompactionConfig {
 }
 
 /** Worker capacity. Idle lineages cost only a slot in the workflow cache. */
-export interface WorkerTuning {
+interface WorkerTuning {
   /** How long a stopping worker lets in-flight summaries finish before cancelling them. */
   shutdownGraceTimeMs: number;
   maxCachedWorkflows: number;

@@ -51,7 +51,7 @@ const PEM_CERT = /-----BEGIN CERTIFICATE-----/;
 const PEM_KEY = /-----BEGIN (?:RSA |EC |ENCRYPTED )?PRIVATE KEY-----/;
 
 /** Reads the files the configuration names; throws TemporalConnectionConfigError naming the variable. */
-export function temporalConnectionOptions(temporal: Pick<TemporalConfig, 'address' | 'security'>): TemporalConnectionOptions {
+function temporalConnectionOptions(temporal: Pick<TemporalConfig, 'address' | 'security'>): TemporalConnectionOptions {
   const { security } = temporal;
   if (!security.tls) return { address: temporal.address };
   const tls: TlsOptions = {};

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
+import { PATCH_CHECK_CLOSED_AT_START, PATCH_CONTINUE_AS_NEW_UNDER_LOAD } from '../src/workflows/session-lineage';
 
 const HISTORIES_DIR = path.resolve(__dirname, 'replay/histories');
 /** Histories from older workflow code, never re-recorded (see test/evolution.test.ts). */
@@ -66,13 +67,13 @@ describe('replay of recorded session workflow histories', () => {
     },
     'closed-at-start.run2.json': (e) => {
       // A run started for a closed lineage asks Postgres, then completes at once: no summary.
-      expect(patches(e)).toContain('check-closed-at-start');
+      expect(patches(e)).toContain(PATCH_CHECK_CLOSED_AT_START);
       expect(count(e, 'ACTIVITY_TASK_SCHEDULED')).toBe(0);
       expect(count(e, 'WORKFLOW_EXECUTION_COMPLETED')).toBe(1);
     },
     'continue-as-new-under-load.run2.json': (e) => {
       // At its limit with a request waiting: continued as new (the patched path), not idle.
-      expect(patches(e)).toContain('continue-as-new-under-load');
+      expect(patches(e)).toContain(PATCH_CONTINUE_AS_NEW_UNDER_LOAD);
       expect(count(e, 'WORKFLOW_EXECUTION_CONTINUED_AS_NEW')).toBe(1);
       const next = load('continue-as-new-under-load.run3.json')[0];
       const input = JSON.parse(Buffer.from(next.workflowExecutionStartedEventAttributes.input.payloads[0].data, 'base64').toString('utf8'));

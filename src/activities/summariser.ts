@@ -18,7 +18,7 @@ export interface SummaryResult {
   completionTokens?: number;
 }
 
-export interface SummariseContext {
+interface SummariseContext {
   /** Aborts the LLM call: the activity was cancelled or lost its lease. */
   signal: AbortSignal;
   /** Called whenever the summariser makes progress, with the characters of text that arrived. */
@@ -31,7 +31,7 @@ export interface Summariser {
   summarise(request: SummaryRequest, context: SummariseContext): Promise<SummaryResult>;
 }
 
-export function createExtractiveSummariser(): Summariser {
+function createExtractiveSummariser(): Summariser {
   return {
     model: 'builtin-extractive',
     description: 'built-in deterministic extractive summariser (no OPENAI_API_KEY configured)',
@@ -50,7 +50,7 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
 }
 
 /** Maps an error of the OpenAI client to a Temporal failure that says whether to retry. */
-export function classifySummariserError(error: unknown): ApplicationFailure {
+function classifySummariserError(error: unknown): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   if (error instanceof APIError && error.status !== undefined) {
     const status = error.status;

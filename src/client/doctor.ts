@@ -34,7 +34,7 @@ function reason(error: unknown): string {
  * certificate arrives as an alert after the client's side of a TLS 1.3 handshake is done)
  * or fails. Returns the TLS error, or undefined when the handshake is accepted.
  */
-export function probeTls(options: TemporalConnectionOptions, timeoutMs = TIMEOUT_MS): Promise<Error | undefined> {
+function probeTls(options: TemporalConnectionOptions, timeoutMs = TIMEOUT_MS): Promise<Error | undefined> {
   const at = options.address.lastIndexOf(':');
   const host = options.address.slice(0, at);
   const { tls: t = {} } = options;
@@ -77,7 +77,7 @@ export function probeTls(options: TemporalConnectionOptions, timeoutMs = TIMEOUT
  * name, the client certificate, the API key, or plain reachability. `tlsError` is what
  * probeTls found, if it ran.
  */
-export function explainTemporalFailure(config: Pick<Config, 'temporal'>, error: unknown, tlsError?: Error): string {
+function explainTemporalFailure(config: Pick<Config, 'temporal'>, error: unknown, tlsError?: Error): string {
   const { address, security } = config.temporal;
   const text = [] as string[];
   for (let e: unknown = tlsError ?? error; e; e = (e as { cause?: unknown }).cause) {

@@ -6,7 +6,7 @@
  * streamedChars, elapsedMs }`), and ignores fields it does not know.
  */
 
-export type CompactionPhase = 'snapshot' | 'summarising' | 'gates' | 'committing' | 'committed' | 'scheduled' | 'unknown';
+type CompactionPhase = 'snapshot' | 'summarising' | 'gates' | 'committing' | 'committed' | 'scheduled' | 'unknown';
 
 export interface CompactionProgress {
   activityId: string;

@@ -177,7 +177,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const AUTO_REQUEST_TIMEOUT_MS = 30_000;
 
 /** Turns `compactAt` (tokens, or a percentage of the context window) into tokens. */
-export function resolveThreshold(compactAt: number | string | undefined, contextWindow: number | undefined): number | undefined {
+function resolveThreshold(compactAt: number | string | undefined, contextWindow: number | undefined): number | undefined {
   if (compactAt === undefined) return undefined;
   if (typeof compactAt === 'number') {
     if (!Number.isInteger(compactAt) || compactAt < 1) throw new InvalidInputError('compactAt', 'must be a positive whole number of tokens or a percentage such as "80%"');
@@ -234,6 +234,7 @@ export class SessionsClient {
           makeGrpcRetryInterceptor({
             ...retry,
             retryableDecider: (...[attempt, status]: Parameters<GrpcRetryOptions['retryableDecider']>) =>
+              // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-comparison -- grpc-js's Status enum is not our dependency; 8 is RESOURCE_EXHAUSTED
               !(status.code === GRPC_RESOURCE_EXHAUSTED && /update/i.test(status.details)) && retry.retryableDecider(attempt, status),
           }),
         ],

@@ -51,7 +51,7 @@ function tokenMatches(header: string | undefined, token: string): boolean {
 export function createCodecServer(codec: PayloadCodec, options: CodecServerOptions): http.Server {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const refuse = (res: http.ServerResponse, status: number, text: string) => res.writeHead(status, { 'content-type': 'text/plain' }).end(`${text}\n`);
-  return http.createServer(async (req, res) => {
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const origin = req.headers.origin;
     // A browser sends Origin on cross-origin calls: only the configured Web UI may call.
     // Tools without a browser (temporal --codec-endpoint) send none and are let through.
@@ -107,6 +107,11 @@ export function createCodecServer(codec: PayloadCodec, options: CodecServerOptio
       }
       refuse(res, 400, (error as Error).message);
     }
+  };
+  // A handler that throws anyway (a write after the headers went out) ends its own response;
+  // it must not become an unhandled rejection, which would stop the server.
+  return http.createServer((req, res) => {
+    handle(req, res).catch(() => (res.headersSent ? res.destroy() : refuse(res, 500, 'internal error')));
   });
 }
 

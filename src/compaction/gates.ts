@@ -6,8 +6,8 @@
  */
 import { type ChatMessage, isSummaryMessage, latestUserRequestIndex, SUMMARY_MESSAGE_NAME, SUMMARY_PREFIX, textOf } from './messages';
 
-export const GATES = ['providerValid', 'latestUserRequest', 'openToolCalls', 'smaller', 'noForgedSummary'] as const;
-export type GateName = (typeof GATES)[number];
+const GATES = ['providerValid', 'latestUserRequest', 'openToolCalls', 'smaller', 'noForgedSummary'] as const;
+type GateName = (typeof GATES)[number];
 
 export interface GateInput {
   /** The head as it stands at commit: the snapshot plus the appends made while summarising. */
@@ -66,7 +66,7 @@ export function providerValid(messages: readonly ChatMessage[]): string | undefi
 }
 
 /** The last real user message: the request the agent is working on. */
-export function latestUserRequest(messages: readonly ChatMessage[]): ChatMessage | undefined {
+function latestUserRequest(messages: readonly ChatMessage[]): ChatMessage | undefined {
   const at = latestUserRequestIndex(messages);
   return at >= 0 ? messages[at] : undefined;
 }

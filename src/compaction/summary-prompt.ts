@@ -17,7 +17,7 @@ export interface SummaryRequest {
   cut: boolean;
 }
 
-export const SUMMARY_SECTIONS = [
+const SUMMARY_SECTIONS = [
   'Goal',
   'Constraints',
   'Completed actions',
@@ -40,13 +40,13 @@ function clip(text: string, cap: number): string {
 }
 
 /** One line per message as the summariser reads it. */
-export function renderMessage(m: ChatMessage): string {
+function renderMessage(m: ChatMessage): string {
   if (m.role === 'tool') return `tool result (${m.name ?? m.tool_call_id ?? 'tool'}): ${clip(textOf(m), TOOL_RESULT_CHAR_CAP)}`;
   const calls = (m.tool_calls ?? []).map((c) => `${c.function.name}(${clip(c.function.arguments, 500)})`);
   return `${m.role}: ${textOf(m)}${calls.length ? ` [calls: ${calls.join(', ')}]` : ''}`;
 }
 
-export function renderForSummary(messages: readonly ChatMessage[]): string {
+function renderForSummary(messages: readonly ChatMessage[]): string {
   return messages.map(renderMessage).join('\n');
 }
 

@@ -59,7 +59,7 @@ export async function ensureDatabaseExists(url: string): Promise<void> {
 }
 
 /** Connection-level failures (the server restarting, a dropped connection): a read may be retried. */
-export function isTransientDatabaseError(error: unknown): boolean {
+function isTransientDatabaseError(error: unknown): boolean {
   for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
     const code = String((e as { code?: unknown }).code ?? '');
     const message = String((e as { message?: unknown }).message ?? '');

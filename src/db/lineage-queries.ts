@@ -13,7 +13,7 @@ import { CompactionNotFoundError, InvalidInputError, SessionNotFoundError } from
 import type { Database } from './database';
 import { type AuditReport } from './session-store';
 
-export const LIST_PAGE_MAX = 200;
+const LIST_PAGE_MAX = 200;
 export const LINEAGE_STATUSES = ['live', 'closed'] as const;
 export const OUTCOMES = ['running', 'compacted', 'stale', 'refused', 'aborted', 'none'] as const;
 
@@ -29,7 +29,7 @@ export interface ListLineagesOptions {
   limit?: number;
 }
 
-export interface LineageListItem {
+interface LineageListItem {
   lineageId: string;
   headSessionId: string;
   source: string | null;
@@ -152,7 +152,7 @@ export interface LineageDetail {
 }
 
 /** Resolves any session id (or lineage id) to its lineage id, or throws SessionNotFoundError. */
-export async function lineageIdOf(db: Database, id: string): Promise<string> {
+async function lineageIdOf(db: Database, id: string): Promise<string> {
   const result = await db.execute(sql`select lineage_id from sessions where id = ${id}`);
   const row = result.rows[0] as { lineage_id: string } | undefined;
   if (!row) throw new SessionNotFoundError(id);
@@ -228,7 +228,7 @@ async function sessionRows(db: Database, sessionId: string): Promise<TranscriptR
 }
 
 /** Where a row of the result came from, relative to the parent transcript. */
-export type RowKind = 'summary' | 'kept' | 'carried' | 'appended';
+type RowKind = 'summary' | 'kept' | 'carried' | 'appended';
 
 export interface CompactionDetail {
   compaction: CompactionView;

@@ -73,11 +73,11 @@ function messageRow(
  * Errors raised by the data-plane SQL functions (SQLSTATE SC400..SC410, DETAIL a JSON object
  * naming the type), mapped to the typed errors every other layer uses.
  */
-export function dataPlaneError(error: unknown): unknown {
+function dataPlaneError(error: unknown): unknown {
   let e: unknown = error;
   while (e && !(typeof (e as { code?: unknown }).code === 'string' && /^SC\d{3}$/.test((e as { code: string }).code))) e = (e as { cause?: unknown }).cause;
   if (!e) return error;
-  let detail: Record<string, string> = {};
+  let detail: Record<string, string>;
   try {
     detail = JSON.parse(String((e as { detail?: string }).detail ?? '{}'));
   } catch {

@@ -68,7 +68,7 @@ function listPage(result: Awaited<ReturnType<SessionsClient['listLineages']>>, f
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries({ q: filters.search, source: filters.source, status: filters.status, outcome: filters.lastOutcome })) if (v) params.set(k, v);
     params.set('after', after);
-    return `/?${params}`;
+    return `/?${params.toString()}`;
   };
   const option = (value: string, selected: string | undefined) => html`<option value="${value}" ${value === selected ? 'selected' : ''}>${value || 'any'}</option>`;
   return page(
@@ -251,8 +251,14 @@ async function main(): Promise<void> {
     await client.close();
     process.exit(0);
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  const stopOrFail = () => {
+    stop().catch((error: unknown) => {
+      console.error(error instanceof Error ? error.message : error);
+      process.exit(1);
+    });
+  };
+  process.once('SIGINT', stopOrFail);
+  process.once('SIGTERM', stopOrFail);
 }
 
 if (require.main === module) {

@@ -7,7 +7,6 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { BackgroundCompactionRejectedError, InvalidInputError } from '../errors';
 import type { LineageSettings } from './settings';
 
-export const SESSION_WORKFLOW_TYPE = 'sessionLineageWorkflow';
 export const WORKFLOW_ID_PREFIX = 'session-lineage/';
 
 /** One workflow per lineage; the lineage is named by its root (first) session id. */
@@ -30,8 +29,8 @@ export function belongsToLineage(sessionId: string, lineageId: string): boolean 
   return sessionId === lineageId || (sessionId.startsWith(childPrefix) && /^\d+$/.test(sessionId.slice(childPrefix.length)));
 }
 
-export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
-export const MAX_SESSION_ID_LENGTH = 128;
+const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
+const MAX_SESSION_ID_LENGTH = 128;
 const DERIVED_ID_SUFFIX = /--g\d+$/;
 
 /** Checks a session id a caller refers to (created by them, or derived by a rotation). */

@@ -5,7 +5,7 @@
  */
 import { sendCompletion, serveChatCompletions, startChunkStream } from './openai-server';
 
-export interface Behaviour {
+interface Behaviour {
   /** An HTTP error status (with an OpenAI-style error body). */
   status?: number;
   errorCode?: string;

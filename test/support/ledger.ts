@@ -41,7 +41,7 @@ export interface LedgerReport {
 }
 
 /** JSON with object keys sorted, so jsonb's key order does not matter. */
-export function canonical(value: unknown): string {
+function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {
     return `{${Object.keys(value)

@@ -173,13 +173,13 @@ export function fillerText(rand: () => number, chars: number, label: string): st
   return lines.join('\n').slice(0, chars);
 }
 
-export interface ScriptedToolCall {
+interface ScriptedToolCall {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };
 }
 
-export type AgentReply = { kind: 'tool_calls'; content: string | null; toolCalls: ScriptedToolCall[] } | { kind: 'answer'; content: string };
+type AgentReply = { kind: 'tool_calls'; content: string | null; toolCalls: ScriptedToolCall[] } | { kind: 'answer'; content: string };
 
 export interface StrictProviderOptions {
   /** Seed of the agent script. */
@@ -194,9 +194,9 @@ export interface StrictProviderOptions {
   summaryDelayMs?: number;
 }
 
-export type Caller = 'agent' | 'summariser' | 'other';
+type Caller = 'agent' | 'summariser' | 'other';
 
-export interface ProviderRequest {
+interface ProviderRequest {
   caller: Caller;
   model: string;
   stream: boolean;
