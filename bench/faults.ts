@@ -44,7 +44,10 @@ export interface FaultRow {
 }
 
 function messages(n: number, tag: string): ChatMessage[] {
-  return Array.from({ length: n }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `${tag} ${i}: ${'the agent edits files and runs tests. '.repeat(3)}` }));
+  return Array.from({ length: n }, (_, i) => ({
+    role: i % 2 ? 'assistant' : 'user',
+    content: `${tag} ${i}: ${'the agent edits files and runs tests. '.repeat(3)}`,
+  }));
 }
 
 /** Appends one message every few ms until stopped; counts acknowledgements and errors. */
@@ -92,12 +95,23 @@ async function waitFor(condition: () => boolean, timeoutMs: number, what: string
   }
 }
 
-export async function runFaults(stack: BenchStack, database: DatabaseHandle, log: (line: string) => void, options: { onlyConcurrentTriggers?: boolean } = {}): Promise<FaultRow[]> {
+export async function runFaults(
+  stack: BenchStack,
+  database: DatabaseHandle,
+  log: (line: string) => void,
+  options: { onlyConcurrentTriggers?: boolean } = {},
+): Promise<FaultRow[]> {
   const env = { ...stack.env, TEMPORAL_TASK_QUEUE: 'bench-faults', COMPACTION_LEASE_TTL_MS: String(FAULT_TTL_MS) };
   const config = loadConfig(env);
-  const sessions = await SessionsClient.connect({ config, database, settings: { leaseTtlMs: FAULT_TTL_MS, retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000 } });
+  const sessions = await SessionsClient.connect({
+    config,
+    database,
+    settings: { leaseTtlMs: FAULT_TTL_MS, retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000 },
+  });
   const pool = new Pool({ connectionString: config.databaseUrl, max: 12 });
-  const reference: ReferenceDesign = createReferenceDesign(pool, createOpenAiSummariser(config.llm, { stallTimeoutMs: 600_000, requestTimeoutMs: 600_000 }), { leaseTtlMs: FAULT_TTL_MS });
+  const reference: ReferenceDesign = createReferenceDesign(pool, createOpenAiSummariser(config.llm, { stallTimeoutMs: 600_000, requestTimeoutMs: 600_000 }), {
+    leaseTtlMs: FAULT_TTL_MS,
+  });
   await reference.migrate();
   const refEnv = { ...env, REF_LEASE_TTL_MS: String(FAULT_TTL_MS) };
   const workers: ChildProcess[] = [];
@@ -108,9 +122,11 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
   };
   const rows: FaultRow[] = [];
   const oursCounts = async (lineageId: string) => {
-    const r = (await database.db.execute(sql`
+    const r = (
+      await database.db.execute(sql`
       select (select count(*) from sessions where lineage_id = ${lineageId} and parent_session_id is not null) as committed,
-             (select count(*) from (select parent_session_id from sessions where lineage_id = ${lineageId} and parent_session_id is not null group by 1 having count(*) > 1) f) as forks`)).rows[0] as { committed: string; forks: string };
+             (select count(*) from (select parent_session_id from sessions where lineage_id = ${lineageId} and parent_session_id is not null group by 1 having count(*) > 1) f) as forks`)
+    ).rows[0] as { committed: string; forks: string };
     return { committed: Number(r.committed), forks: Number(r.forks) };
   };
   const ours = async (scenario: string, id: string, body: (w: { compact: () => Promise<Outcome> }) => Promise<Outcome[]>) => {
@@ -138,9 +154,18 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
     const counts = await oursCounts(id);
     const llmCalls = stack.llm.requests.length - llmBefore;
     rows.push({
-      design: 'ours', scenario, ...tallyOutcomes(outcomes), committedCompactions: counts.committed, llmCalls, llmCallsPerCommit: counts.committed ? llmCalls / counts.committed : null,
-      forks: counts.forks, orphans: audit.orphans - auditBefore.orphans, appendsAcknowledged: w.tally.acknowledged, appendErrors: w.tally.errors,
-      lostMessages: audit.lostMessages - auditBefore.lostMessages, duplicatedMessages: audit.duplicatedMessages - auditBefore.duplicatedMessages,
+      design: 'ours',
+      scenario,
+      ...tallyOutcomes(outcomes),
+      committedCompactions: counts.committed,
+      llmCalls,
+      llmCallsPerCommit: counts.committed ? llmCalls / counts.committed : null,
+      forks: counts.forks,
+      orphans: audit.orphans - auditBefore.orphans,
+      appendsAcknowledged: w.tally.acknowledged,
+      appendErrors: w.tally.errors,
+      lostMessages: audit.lostMessages - auditBefore.lostMessages,
+      duplicatedMessages: audit.duplicatedMessages - auditBefore.duplicatedMessages,
       answers: [...new Set(answers)],
     });
   };
@@ -150,16 +175,32 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
     await reference.append(id, messages(40, id));
     const llmBefore = stack.llm.requests.length;
     const w = writer((batch) => reference.append(id, batch));
-    const compact = () => reference.head(id).then((head) => reference.compact(head)).then((r) => r.outcome as Outcome, () => 'error' as Outcome);
+    const compact = () =>
+      reference
+        .head(id)
+        .then((head) => reference.compact(head))
+        .then(
+          (r) => r.outcome as Outcome,
+          () => 'error' as Outcome,
+        );
     const outcomes = await body({ compact });
     await llmQuiet(stack.llm);
     await w.stop();
     const audit = await reference.audit([id]);
     const llmCalls = stack.llm.requests.length - llmBefore;
     rows.push({
-      design: 'reference', scenario, ...tallyOutcomes(outcomes), committedCompactions: audit.committedCompactions, llmCalls,
-      llmCallsPerCommit: audit.committedCompactions ? llmCalls / audit.committedCompactions : null, forks: audit.forks, orphans: audit.orphans,
-      appendsAcknowledged: w.tally.acknowledged, appendErrors: w.tally.errors, lostMessages: audit.lostMessages, duplicatedMessages: audit.duplicatedMessages,
+      design: 'reference',
+      scenario,
+      ...tallyOutcomes(outcomes),
+      committedCompactions: audit.committedCompactions,
+      llmCalls,
+      llmCallsPerCommit: audit.committedCompactions ? llmCalls / audit.committedCompactions : null,
+      forks: audit.forks,
+      orphans: audit.orphans,
+      appendsAcknowledged: w.tally.acknowledged,
+      appendErrors: w.tally.errors,
+      lostMessages: audit.lostMessages,
+      duplicatedMessages: audit.duplicatedMessages,
     });
   };
   /** A reference caller in its own process; resolves with its outcome when the process ends. */
@@ -167,7 +208,9 @@ export async function runFaults(stack: BenchStack, database: DatabaseHandle, log
     const child = await spawnBenchProcess('reference-runner.ts', refEnv, { args: [head], ready: 'runner ready' });
     let out = '';
     child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-    const outcome = new Promise<Outcome>((resolve) => child.once('exit', () => resolve(/RESULT .*"compacted"/.test(out) ? 'compacted' : /RESULT /.test(out) ? 'unchanged' : 'error')));
+    const outcome = new Promise<Outcome>((resolve) =>
+      child.once('exit', () => resolve(/RESULT .*"compacted"/.test(out) ? 'compacted' : /RESULT /.test(out) ? 'unchanged' : 'error')),
+    );
     return { child, outcome };
   };
 

@@ -84,12 +84,17 @@ async function main(): Promise<void> {
     }
     await inspector.close();
     await client.close();
-    console.log(`\ninspector list page, ${LINEAGES} lineages (seeded in ${(seedMs / 1000).toFixed(1)} s), ${SAMPLES} requests each, ${os.cpus().length} cores\n`);
+    console.log(
+      `\ninspector list page, ${LINEAGES} lineages (seeded in ${(seedMs / 1000).toFixed(1)} s), ${SAMPLES} requests each, ${os.cpus().length} cores\n`,
+    );
     console.log('| page | p50 ms | p95 ms | rows |\n| --- | ---: | ---: | ---: |');
     for (const r of results) console.log(`| ${r.case} | ${r.p50Ms} | ${r.p95Ms} | ${r.rows} |`);
     const outDir = path.join(PROJECT_ROOT, 'bench/results');
     mkdirSync(outDir, { recursive: true });
-    writeFileSync(path.join(outDir, `inspector-${new Date().toISOString().replace(/[:.]/g, '-')}.json`), JSON.stringify({ lineages: LINEAGES, samples: SAMPLES, cores: os.cpus().length, results }, null, 2));
+    writeFileSync(
+      path.join(outDir, `inspector-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
+      JSON.stringify({ lineages: LINEAGES, samples: SAMPLES, cores: os.cpus().length, results }, null, 2),
+    );
   } finally {
     await handle.close();
     await pg.stop();

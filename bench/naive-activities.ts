@@ -5,7 +5,8 @@ import type { ChatMessage } from '../src/compaction/messages';
 import { planCompaction, DEFAULT_PLAN_OPTIONS } from '../src/compaction/plan';
 import type { Summariser } from '../src/activities/summariser';
 
-export const FLOOR_TABLE_SQL = 'create table if not exists bench_floor_rows (id bigserial primary key, n integer not null, at timestamptz not null default now())';
+export const FLOOR_TABLE_SQL =
+  'create table if not exists bench_floor_rows (id bigserial primary key, n integer not null, at timestamptz not null default now())';
 
 /** Floor (c)'s unit of work, and the same-shape floor activity's: one single-row INSERT transaction. */
 export async function insertFloorRow(pool: Pool, n: number): Promise<void> {

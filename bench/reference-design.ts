@@ -31,9 +31,7 @@ create table if not exists ref_lineage_counters (lineage_id text primary key, ap
 /** How many rows at the end of the snapshot are kept verbatim (the rest is summarised). */
 const KEPT_TAIL = 4;
 
-export type ReferenceOutcome =
-  | { outcome: 'compacted'; sessionId: string; previousSessionId: string }
-  | { outcome: 'unchanged'; sessionId: string };
+export type ReferenceOutcome = { outcome: 'compacted'; sessionId: string; previousSessionId: string } | { outcome: 'unchanged'; sessionId: string };
 
 export interface ReferenceDesign {
   migrate(): Promise<void>;
@@ -72,9 +70,12 @@ export function createReferenceDesign(pool: Pool, summariser: Summariser, option
       client.release();
     }
   };
-  const lineageOf = async (sessionId: string) => String((await pool.query('select lineage_id from ref_sessions where id = $1', [sessionId])).rows[0].lineage_id);
+  const lineageOf = async (sessionId: string) =>
+    String((await pool.query('select lineage_id from ref_sessions where id = $1', [sessionId])).rows[0].lineage_id);
   const head = async (lineageId: string) =>
-    String((await pool.query('select id from ref_sessions where lineage_id = $1 and ended_at is null order by created_at desc limit 1', [lineageId])).rows[0].id);
+    String(
+      (await pool.query('select id from ref_sessions where lineage_id = $1 and ended_at is null order by created_at desc limit 1', [lineageId])).rows[0].id,
+    );
 
   return {
     async migrate() {
@@ -91,12 +92,21 @@ export function createReferenceDesign(pool: Pool, summariser: Summariser, option
       return tx(async (c) => {
         const sessionId = await head(lineageId);
         await c.query('select 1 from ref_sessions where id = $1 for update', [sessionId]);
-        const { rows } = await c.query('update ref_lineage_counters set appended = appended + $2 where lineage_id = $1 returning appended', [lineageId, batch.length]);
+        const { rows } = await c.query('update ref_lineage_counters set appended = appended + $2 where lineage_id = $1 returning appended', [
+          lineageId,
+          batch.length,
+        ]);
         const last = Number(rows[0].appended);
         const next = Number((await c.query('select coalesce(max(seq), 0) as s from ref_messages where session_id = $1', [sessionId])).rows[0].s);
         const lineageSeqs = batch.map((_, i) => last - batch.length + 1 + i);
         for (const [i, m] of batch.entries()) {
-          await c.query('insert into ref_messages (session_id, seq, role, content, lineage_seq) values ($1, $2, $3, $4, $5)', [sessionId, next + 1 + i, m.role, text(m), lineageSeqs[i]]);
+          await c.query('insert into ref_messages (session_id, seq, role, content, lineage_seq) values ($1, $2, $3, $4, $5)', [
+            sessionId,
+            next + 1 + i,
+            m.role,
+            text(m),
+            lineageSeqs[i],
+          ]);
         }
         return { sessionId, lineageSeqs };
       });
@@ -111,15 +121,24 @@ export function createReferenceDesign(pool: Pool, summariser: Summariser, option
         [sessionId, holder, ttl],
       );
       if (acquired.rowCount === 0) return { outcome: 'unchanged', sessionId };
-      const refresher = setInterval(() => {
-        void pool.query('update ref_locks set expires_at = now() + $3::interval where session_id = $1 and holder = $2', [sessionId, holder, ttl]).catch(() => undefined);
-      }, Math.max(100, Math.floor(options.leaseTtlMs / 3)));
+      const refresher = setInterval(
+        () => {
+          void pool
+            .query('update ref_locks set expires_at = now() + $3::interval where session_id = $1 and holder = $2', [sessionId, holder, ttl])
+            .catch(() => undefined);
+        },
+        Math.max(100, Math.floor(options.leaseTtlMs / 3)),
+      );
       try {
-        const snapshot = (await pool.query('select seq, role, content, lineage_seq from ref_messages where session_id = $1 order by seq', [sessionId])).rows as Array<{ seq: number; role: ChatMessage['role']; content: string; lineage_seq: number | null }>;
+        const snapshot = (await pool.query('select seq, role, content, lineage_seq from ref_messages where session_id = $1 order by seq', [sessionId]))
+          .rows as Array<{ seq: number; role: ChatMessage['role']; content: string; lineage_seq: number | null }>;
         if (snapshot.length <= KEPT_TAIL + 1) return { outcome: 'unchanged', sessionId };
         const watermark = snapshot[snapshot.length - 1].seq;
         const middle = snapshot.slice(0, -KEPT_TAIL).map((r) => ({ role: r.role, content: r.content }) as ChatMessage);
-        const summary = await summariser.summarise({ middle, force: false, chunk: { index: 1, count: 1 }, cut: false }, { signal: new AbortController().signal, onProgress: () => undefined });
+        const summary = await summariser.summarise(
+          { middle, force: false, chunk: { index: 1, count: 1 }, cut: false },
+          { signal: new AbortController().signal, onProgress: () => undefined },
+        );
         const lineageId = await lineageOf(sessionId);
         const child = `${sessionId}~${holder.slice(0, 8)}`;
         await tx(async (c) => {
@@ -127,9 +146,17 @@ export function createReferenceDesign(pool: Pool, summariser: Summariser, option
           await c.query('update ref_sessions set ended_at = clock_timestamp() where id = $1', [sessionId]);
           const kept = [{ role: 'system', content: summary.text, lineage_seq: null }, ...snapshot.slice(-KEPT_TAIL)];
           // The watermark carry: rows appended to the parent after the snapshot.
-          const carried = (await c.query('select role, content, lineage_seq from ref_messages where session_id = $1 and seq > $2 order by seq', [sessionId, watermark])).rows;
+          const carried = (
+            await c.query('select role, content, lineage_seq from ref_messages where session_id = $1 and seq > $2 order by seq', [sessionId, watermark])
+          ).rows;
           for (const [i, r] of [...kept, ...carried].entries()) {
-            await c.query('insert into ref_messages (session_id, seq, role, content, lineage_seq) values ($1, $2, $3, $4, $5)', [child, i + 1, r.role, r.content, r.lineage_seq]);
+            await c.query('insert into ref_messages (session_id, seq, role, content, lineage_seq) values ($1, $2, $3, $4, $5)', [
+              child,
+              i + 1,
+              r.role,
+              r.content,
+              r.lineage_seq,
+            ]);
           }
         });
         return { outcome: 'compacted', sessionId: child, previousSessionId: sessionId };
@@ -141,7 +168,14 @@ export function createReferenceDesign(pool: Pool, summariser: Summariser, option
     async audit(lineageIds) {
       const filter = lineageIds ? 'where lineage_id = any($1)' : '';
       const args = lineageIds ? [lineageIds] : [];
-      const sessions = (await pool.query(`select id, lineage_id, parent_id, watermark, ended_at, created_at from ref_sessions ${filter}`, args)).rows as Array<{ id: string; lineage_id: string; parent_id: string | null; watermark: number | null; ended_at: Date | null; created_at: Date }>;
+      const sessions = (await pool.query(`select id, lineage_id, parent_id, watermark, ended_at, created_at from ref_sessions ${filter}`, args)).rows as Array<{
+        id: string;
+        lineage_id: string;
+        parent_id: string | null;
+        watermark: number | null;
+        ended_at: Date | null;
+        created_at: Date;
+      }>;
       const children = new Map<string, string[]>();
       for (const s of sessions) if (s.parent_id) children.set(s.parent_id, [...(children.get(s.parent_id) ?? []), s.id]);
       const forks = [...children.values()].filter((c) => c.length > 1).length;
@@ -158,7 +192,8 @@ export function createReferenceDesign(pool: Pool, summariser: Summariser, option
         orphans += sessions.filter((s) => s.lineage_id === lineageId && s.parent_id && !onChain.has(s.id)).length;
         const appended = Number((await pool.query('select appended from ref_lineage_counters where lineage_id = $1', [lineageId])).rows[0].appended);
         const kept = new Map<number, number>();
-        const rows = (await pool.query('select session_id, seq, lineage_seq from ref_messages where session_id = any($1) and lineage_seq is not null', [chain])).rows as Array<{ session_id: string; seq: number; lineage_seq: number }>;
+        const rows = (await pool.query('select session_id, seq, lineage_seq from ref_messages where session_id = any($1) and lineage_seq is not null', [chain]))
+          .rows as Array<{ session_id: string; seq: number; lineage_seq: number }>;
         const nextOnChain = new Map(chain.slice(0, -1).map((s, i) => [s, chain[i + 1]]));
         const headSeqs = new Map<number, number>();
         for (const r of rows) {

@@ -33,12 +33,43 @@ import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate, sameShapeUpdate } from './workflows';
 
 const quick = process.argv.includes('--quick');
-const only = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
 // --quick leaves out the slow sections (memory, eager dispatch) and runs one fault scenario, to stay under 2 minutes.
 const wants = (section: string) => (only ? only.includes(section) : !(quick && ['memory', 'eager'].includes(section)));
 const SIZES = quick
-  ? { rounds: 25, costCompactions: 3, streamSeconds: 3, throughputSessions: 10, callers: 10, appends: 300, idle: 300, ages: [1, 20], period: 10, wakeSamples: 1, bigTranscript: 2000, eagerRounds: 20, commitSamples: 8 }
-  : { rounds: 150, costCompactions: 10, streamSeconds: 30, throughputSessions: 100, callers: 10, appends: 2000, idle: 10_000, ages: [1, 1000], period: 10, wakeSamples: 5, bigTranscript: 10_000, eagerRounds: 100, commitSamples: 30 };
+  ? {
+      rounds: 25,
+      costCompactions: 3,
+      streamSeconds: 3,
+      throughputSessions: 10,
+      callers: 10,
+      appends: 300,
+      idle: 300,
+      ages: [1, 20],
+      period: 10,
+      wakeSamples: 1,
+      bigTranscript: 2000,
+      eagerRounds: 20,
+      commitSamples: 8,
+    }
+  : {
+      rounds: 150,
+      costCompactions: 10,
+      streamSeconds: 30,
+      throughputSessions: 100,
+      callers: 10,
+      appends: 2000,
+      idle: 10_000,
+      ages: [1, 1000],
+      period: 10,
+      wakeSamples: 5,
+      bigTranscript: 10_000,
+      eagerRounds: 100,
+      commitSamples: 30,
+    };
 if (process.env.BENCH_AGES) SIZES.ages = process.env.BENCH_AGES.split(',').map(Number);
 
 // ---------------------------------------------------------------------------------------
@@ -83,7 +114,9 @@ const log = (line: string) => console.error(`[bench] ${new Date().toISOString().
 const eventCounts = (events: Array<Record<string, unknown>>) => {
   const counts: Record<string, number> = {};
   for (const e of events) {
-    const kind = Object.keys(e).find((k) => k.endsWith('EventAttributes'))!.replace(/EventAttributes$/, '');
+    const kind = Object.keys(e)
+      .find((k) => k.endsWith('EventAttributes'))!
+      .replace(/EventAttributes$/, '');
     counts[kind] = (counts[kind] ?? 0) + 1;
   }
   return counts;
@@ -102,7 +135,9 @@ async function main(): Promise<void> {
   await runMigrations(database);
   const pool = new Pool({ connectionString: config.databaseUrl, max: 20 });
   await pool.query(FLOOR_TABLE_SQL);
-  const reference = createReferenceDesign(pool, createOpenAiSummariser(config.llm, { stallTimeoutMs: 60_000, requestTimeoutMs: 60_000 }), { leaseTtlMs: 60_000 });
+  const reference = createReferenceDesign(pool, createOpenAiSummariser(config.llm, { stallTimeoutMs: 60_000, requestTimeoutMs: 60_000 }), {
+    leaseTtlMs: 60_000,
+  });
   await reference.migrate();
 
   // Ours and the floors' worker: each its own process, the same layout.
@@ -124,7 +159,13 @@ async function main(): Promise<void> {
   const results: Record<string, any> = {
     quick,
     sizes: SIZES,
-    machine: { cpus: os.cpus().length, cpu: os.cpus()[0]?.model, memoryGiB: round(os.totalmem() / 2 ** 30, 1), node: process.version, loadAverage1mAtStart: round(os.loadavg()[0]) },
+    machine: {
+      cpus: os.cpus().length,
+      cpu: os.cpus()[0]?.model,
+      memoryGiB: round(os.totalmem() / 2 ** 30, 1),
+      node: process.version,
+      loadAverage1mAtStart: round(os.loadavg()[0]),
+    },
   };
   const historyOf = async (workflowId: string, client = temporal) => {
     const history = await client.workflow.getHandle(workflowId).fetchHistory();
@@ -181,7 +222,12 @@ async function main(): Promise<void> {
     if (process.env.BENCH_TRACE) {
       const h = await temporal.workflow.getHandle(lineageWorkflowId(ids[ids.length - 1])).fetchHistory();
       const t0 = Number(h.events![0].eventTime!.seconds) * 1000 + h.events![0].eventTime!.nanos! / 1e6;
-      for (const e of h.events!) console.error(String(e.eventId).padStart(3), (Number(e.eventTime!.seconds) * 1000 + e.eventTime!.nanos! / 1e6 - t0).toFixed(1).padStart(8), Object.keys(e).find((k) => k.endsWith('Attributes')));
+      for (const e of h.events!)
+        console.error(
+          String(e.eventId).padStart(3),
+          (Number(e.eventTime!.seconds) * 1000 + e.eventTime!.nanos! / 1e6 - t0).toFixed(1).padStart(8),
+          Object.keys(e).find((k) => k.endsWith('Attributes')),
+        );
     }
 
     // Floor (c): single-row INSERT transactions, 10 writers, like the append benchmark.
@@ -207,8 +253,13 @@ async function main(): Promise<void> {
       for (const id of cIds) await sessions.compact(id);
       await stopWorker();
       await startWorker();
-      const traced = readFileSync(traceFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { statements: number; ms: number; sql: string[] });
-      const commits = traced.filter((t) => t.sql.some((s) => /head_session_id"? *=|commit_compaction/i.test(s) && !/^select/i.test(s)) || t.sql.some((s) => /commit_compaction/i.test(s)));
+      const traced = readFileSync(traceFile, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { statements: number; ms: number; sql: string[] });
+      const commits = traced.filter(
+        (t) => t.sql.some((s) => /head_session_id"? *=|commit_compaction/i.test(s) && !/^select/i.test(s)) || t.sql.some((s) => /commit_compaction/i.test(s)),
+      );
       const transactions = traced.filter((t) => t.statements > 1);
       results.commit = {
         compactions: cIds.length,
@@ -244,11 +295,16 @@ async function main(): Promise<void> {
       const streamed = ['bench-bill-0', 'bench-bill-1'];
       for (const id of streamed) await newSession(id, 40);
       const beforeBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
-      const heartbeatsBefore = await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat', service_name: 'frontend' });
+      const heartbeatsBefore = await promCounter(stack.temporal.metricsUrl, 'service_requests', {
+        operation: 'RecordActivityTaskHeartbeat',
+        service_name: 'frontend',
+      });
       llm.script(...streamed.map(() => ({ chunks: SIZES.streamSeconds * 2, chunkDelayMs: 500 })));
       const [streamMs] = await timed(() => Promise.all(streamed.map((id) => sessions.compact(id))));
       results.heartbeatMetricLines = await promLines(stack.temporal.metricsUrl, 'service_requests', 'RecordActivityTaskHeartbeat');
-      const heartbeats = (await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat', service_name: 'frontend' })) - heartbeatsBefore;
+      const heartbeats =
+        (await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat', service_name: 'frontend' })) -
+        heartbeatsBefore;
       const afterBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
       const delta = (k: string) => afterBill.reduce((n, h, i) => n + (h.counts[k] ?? 0) - (beforeBill[i].counts[k] ?? 0), 0) / streamed.length;
       const actions = {
@@ -261,12 +317,32 @@ async function main(): Promise<void> {
         timers: delta('timerStarted'),
         localActivities: delta('markerRecorded'),
       };
-      const tokens = (await database.db.execute(sql`select avg(coalesce(summariser_prompt_tokens, 0) + coalesce(summariser_completion_tokens, 0))::float as total, avg(summariser_prompt_tokens)::float as prompt, avg(summariser_completion_tokens)::float as completion, count(*)::int as n from compactions where outcome = 'compacted'`)).rows[0] as Record<string, number>;
+      const tokens = (
+        await database.db.execute(
+          sql`select avg(coalesce(summariser_prompt_tokens, 0) + coalesce(summariser_completion_tokens, 0))::float as total, avg(summariser_prompt_tokens)::float as prompt, avg(summariser_completion_tokens)::float as completion, count(*)::int as n from compactions where outcome = 'compacted'`,
+        )
+      ).rows[0] as Record<string, number>;
       results.cost = {
-        historyPerCompaction: { events: round((costAfter.events - costBefore.events) / SIZES.costCompactions, 1), bytes: round((costAfter.bytes - costBefore.bytes) / SIZES.costCompactions, 0) },
+        historyPerCompaction: {
+          events: round((costAfter.events - costBefore.events) / SIZES.costCompactions, 1),
+          bytes: round((costAfter.bytes - costBefore.bytes) / SIZES.costCompactions, 0),
+        },
         historyBytesByTranscriptSize: bytesBySize,
-        billable: { streamSeconds: SIZES.streamSeconds, measuredSeconds: round(streamMs / 1000, 1), ...actions, total: round(Object.values(actions).reduce((a, b) => a + b, 0), 1) },
-        llmTokensPerCompaction: { fromAuditRows: tokens.n, prompt: round(tokens.prompt, 1), completion: round(tokens.completion, 1), total: round(tokens.total, 1) },
+        billable: {
+          streamSeconds: SIZES.streamSeconds,
+          measuredSeconds: round(streamMs / 1000, 1),
+          ...actions,
+          total: round(
+            Object.values(actions).reduce((a, b) => a + b, 0),
+            1,
+          ),
+        },
+        llmTokensPerCompaction: {
+          fromAuditRows: tokens.n,
+          prompt: round(tokens.prompt, 1),
+          completion: round(tokens.completion, 1),
+          total: round(tokens.total, 1),
+        },
       };
     }
 
@@ -280,20 +356,45 @@ async function main(): Promise<void> {
         let errors = 0;
         const outcomes: Record<string, number> = {};
         const [ms] = await timed(() =>
-          Promise.all(tIds.flatMap((id) => Array.from({ length: SIZES.callers }, () => compact(prefix + id).then((o) => void (outcomes[o] = (outcomes[o] ?? 0) + 1), () => void errors++)))),
+          Promise.all(
+            tIds.flatMap((id) =>
+              Array.from({ length: SIZES.callers }, () =>
+                compact(prefix + id).then(
+                  (o) => void (outcomes[o] = (outcomes[o] ?? 0) + 1),
+                  () => void errors++,
+                ),
+              ),
+            ),
+          ),
         );
         return { ms, outcomes, errors };
       };
       const o = await run(async (id) => (await sessions.compact(id)).outcome, '');
-      const committed = Number(((await database.db.execute(sql`select count(*) as n from sessions where parent_session_id like 'bench-tp-%'`)).rows[0] as { n: string }).n);
+      const committed = Number(
+        ((await database.db.execute(sql`select count(*) as n from sessions where parent_session_id like 'bench-tp-%'`)).rows[0] as { n: string }).n,
+      );
       const r = await run(async (id) => (await reference.compact(id)).outcome, 'ref-');
       const refAudit = await reference.audit(tIds.map((id) => `ref-${id}`));
       const callers = SIZES.throughputSessions * SIZES.callers;
       results.throughput = {
         sessions: SIZES.throughputSessions,
         callers,
-        ours: { seconds: round(o.ms / 1000), compactionsPerSecond: round(committed / (o.ms / 1000)), answersPerSecond: round(callers / (o.ms / 1000)), outcomes: o.outcomes, errors: o.errors, forks: (await sessions.audit()).forks },
-        reference: { seconds: round(r.ms / 1000), compactionsPerSecond: round(refAudit.committedCompactions / (r.ms / 1000)), answersPerSecond: round(callers / (r.ms / 1000)), outcomes: r.outcomes, errors: r.errors, forks: refAudit.forks },
+        ours: {
+          seconds: round(o.ms / 1000),
+          compactionsPerSecond: round(committed / (o.ms / 1000)),
+          answersPerSecond: round(callers / (o.ms / 1000)),
+          outcomes: o.outcomes,
+          errors: o.errors,
+          forks: (await sessions.audit()).forks,
+        },
+        reference: {
+          seconds: round(r.ms / 1000),
+          compactionsPerSecond: round(refAudit.committedCompactions / (r.ms / 1000)),
+          answersPerSecond: round(callers / (r.ms / 1000)),
+          outcomes: r.outcomes,
+          errors: r.errors,
+          forks: refAudit.forks,
+        },
       };
     }
 
@@ -304,8 +405,17 @@ async function main(): Promise<void> {
         const latencies: number[] = [];
         let stop = false;
         let compactions = 0;
-        const background = during ? (async () => { while (!stop) { await during(); compactions++; } })() : undefined;
-        const [ms] = await timed(() => inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => void latencies.push((await timed(() => append(i)))[0])));
+        const background = during
+          ? (async () => {
+              while (!stop) {
+                await during();
+                compactions++;
+              }
+            })()
+          : undefined;
+        const [ms] = await timed(() =>
+          inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => void latencies.push((await timed(() => append(i)))[0])),
+        );
         stop = true;
         await background;
         return { perSecond: round(SIZES.appends / (ms / 1000)), ...summary(latencies), ...(during ? { compactionsMeanwhile: compactions } : {}) };
@@ -317,7 +427,10 @@ async function main(): Promise<void> {
       const refAppend = (i: number) => reference.append(`ref-${aIds[i % 10]}`, [{ role: 'user', content: `append ${i}` }]);
       let k = 0;
       const oursAlone = await appendRun(oursAppend);
-      const oursDuring = await appendRun(oursAppend, async () => void (await sessions.compact((await sessions.transcript(aIds[k++ % 10])).sessionId, { force: true })));
+      const oursDuring = await appendRun(
+        oursAppend,
+        async () => void (await sessions.compact((await sessions.transcript(aIds[k++ % 10])).sessionId, { force: true })),
+      );
       const refAlone = await appendRun(refAppend);
       const refDuring = await appendRun(refAppend, async () => {
         const id = `ref-${aIds[k++ % 10]}`;
@@ -371,7 +484,12 @@ async function main(): Promise<void> {
       results.wake = {
         maxCompactionsPerRun: SIZES.period,
         lineages: await Promise.all(
-          wakeIds.map(async (id, i) => ({ compactions: ages[i], worstPointOfRun: i === SIZES.ages.length, currentRunEvents: (await historyOf(lineageWorkflowId(id))).events, ms: summary(wake[id]) })),
+          wakeIds.map(async (id, i) => ({
+            compactions: ages[i],
+            worstPointOfRun: i === SIZES.ages.length,
+            currentRunEvents: (await historyOf(lineageWorkflowId(id))).events,
+            ms: summary(wake[id]),
+          })),
         ),
       };
     }
@@ -385,7 +503,11 @@ async function main(): Promise<void> {
       // reuseV8Context off costs about 3x the memory: compared on a smaller set (so the machine, shared, is not pushed
       // past its RAM), then the default (on) at the full count for the 4 GiB target.
       const compareCount = Math.min(SIZES.idle, 2000);
-      for (const [label, reuse, count] of [['reuseV8Context', true, compareCount], ['noReuseV8Context', false, compareCount], ['reuseV8ContextFull', true, SIZES.idle]] as const) {
+      for (const [label, reuse, count] of [
+        ['reuseV8Context', true, compareCount],
+        ['noReuseV8Context', false, compareCount],
+        ['reuseV8ContextFull', true, SIZES.idle],
+      ] as const) {
         if (label === 'reuseV8ContextFull' && count === compareCount) continue;
         const some = idleIds.slice(0, count);
         await stopWorker();
@@ -438,9 +560,15 @@ async function measureEager(_llm: unknown) {
   log('eager activity dispatch: the same-shape floor on the default dev server and on one with it enabled, workers with and without eager slots');
   const out: Record<string, unknown> = {};
   for (const enabled of [false, true]) {
-    const stack = await startBenchStack(`bench-eager-${enabled}`, { temporalArgs: enabled ? ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'] : [] });
+    const stack = await startBenchStack(`bench-eager-${enabled}`, {
+      temporalArgs: enabled ? ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'] : [],
+    });
     const on = await spawnBenchProcess('aux-worker.ts', { ...stack.env, BENCH_AUX_QUEUE: 'eager-on' }, { ready: 'aux worker ready' });
-    const off = await spawnBenchProcess('aux-worker.ts', { ...stack.env, BENCH_AUX_QUEUE: 'eager-off', BENCH_WORKER_OPTIONS: JSON.stringify({ maxEagerActivityReservationsPerWorkflowTask: 0 }) }, { ready: 'aux worker ready' });
+    const off = await spawnBenchProcess(
+      'aux-worker.ts',
+      { ...stack.env, BENCH_AUX_QUEUE: 'eager-off', BENCH_WORKER_OPTIONS: JSON.stringify({ maxEagerActivityReservationsPerWorkflowTask: 0 }) },
+      { ready: 'aux worker ready' },
+    );
     const connection = await Connection.connect({ address: stack.config.temporal.address });
     const client = new Client({ connection });
     try {
@@ -452,7 +580,8 @@ async function measureEager(_llm: unknown) {
       const lat: Record<string, number[]> = { 'eager-on': [], 'eager-off': [] };
       const eagerBefore = await promCounter(stack.temporal.metricsUrl, EAGER_METRIC);
       for (let r = 0; r < SIZES.eagerRounds; r++) {
-        for (const q of r % 2 ? ['eager-on', 'eager-off'] : ['eager-off', 'eager-on']) lat[q].push((await timed(() => handles[q].executeUpdate(sameShapeUpdate, { args: [r] })))[0]);
+        for (const q of r % 2 ? ['eager-on', 'eager-off'] : ['eager-off', 'eager-on'])
+          lat[q].push((await timed(() => handles[q].executeUpdate(sameShapeUpdate, { args: [r] })))[0]);
       }
       out[enabled ? 'serverEnabled' : 'serverDefault'] = {
         metricLines: await promLines(stack.temporal.metricsUrl, EAGER_METRIC),
@@ -482,7 +611,8 @@ async function measureNaive(results: Record<string, any>) {
   const sessions = await SessionsClient.connect({ config: stack.config, database });
   const historyBytes = async (id: string) => historyToJSON(await temporal.workflow.getHandle(id).fetchHistory()).length;
   try {
-    const start = async (id: string, messages: number) => temporal.workflow.start('naiveSessionWorkflow', { workflowId: id, taskQueue: 'naive', args: [transcript(messages, id)] });
+    const start = async (id: string, messages: number) =>
+      temporal.workflow.start('naiveSessionWorkflow', { workflowId: id, taskQueue: 'naive', args: [transcript(messages, id)] });
     const nIds = Array.from({ length: Math.min(SIZES.rounds, 100) }, (_, i) => `naive-lat-${i}`);
     const handles = [];
     for (const id of nIds) handles.push(await start(id, 40));
@@ -519,7 +649,9 @@ async function measureNaive(results: Record<string, any>) {
       historyBytesAfterAppends: await historyBytes(appendHandles[0].workflowId),
       ratios: {
         compactionP50OursOverNaive: results.latency ? round(results.latency.ours.p50 / compaction.p50) : null,
-        historyBytesBigTranscriptNaiveOverOurs: results.cost ? round(bytes[SIZES.bigTranscript] / results.cost.historyBytesByTranscriptSize[SIZES.bigTranscript], 1) : null,
+        historyBytesBigTranscriptNaiveOverOurs: results.cost
+          ? round(bytes[SIZES.bigTranscript] / results.cost.historyBytesByTranscriptSize[SIZES.bigTranscript], 1)
+          : null,
         appendsPerSecondOursOverNaive: results.appends ? round(results.appends.ours.alone.perSecond / appends.perSecond) : null,
       },
     };
@@ -552,13 +684,22 @@ function renderTable(r: Record<string, any>): string {
     add('history per compaction: events / bytes', `${r.cost.historyPerCompaction.events} / ${r.cost.historyPerCompaction.bytes}`);
     for (const [k, v] of Object.entries(r.cost.historyBytesByTranscriptSize)) add(`history bytes, compacting ${k} messages`, v);
     const b = r.cost.billable;
-    add(`billable actions per compaction, ${b.streamSeconds} s streamed summary, TTL 60 s (target <= 5)`, `${b.total} (Update ${b.updates}, activity ${b.activityStarts}, heartbeats ${b.heartbeatsRecorded}, upserts ${b.searchAttributeUpserts + b.memoUpserts}, signals ${b.signals}, timers ${b.timers})`);
+    add(
+      `billable actions per compaction, ${b.streamSeconds} s streamed summary, TTL 60 s (target <= 5)`,
+      `${b.total} (Update ${b.updates}, activity ${b.activityStarts}, heartbeats ${b.heartbeatsRecorded}, upserts ${b.searchAttributeUpserts + b.memoUpserts}, signals ${b.signals}, timers ${b.timers})`,
+    );
     add('LLM tokens per compaction (audit rows): prompt / completion', `${r.cost.llmTokensPerCompaction.prompt} / ${r.cost.llmTokensPerCompaction.completion}`);
   }
   if (r.throughput) {
     const t = r.throughput;
-    add(`throughput, ours: ${t.sessions} sessions x ${t.callers / t.sessions} callers`, `${t.ours.compactionsPerSecond} compactions/s, ${t.ours.answersPerSecond} answers/s, errors ${t.ours.errors}, forks ${t.ours.forks}`);
-    add(`throughput, reference design: same load`, `${t.reference.compactionsPerSecond} compactions/s, ${t.reference.answersPerSecond} answers/s, errors ${t.reference.errors}, forks ${t.reference.forks}`);
+    add(
+      `throughput, ours: ${t.sessions} sessions x ${t.callers / t.sessions} callers`,
+      `${t.ours.compactionsPerSecond} compactions/s, ${t.ours.answersPerSecond} answers/s, errors ${t.ours.errors}, forks ${t.ours.forks}`,
+    );
+    add(
+      `throughput, reference design: same load`,
+      `${t.reference.compactionsPerSecond} compactions/s, ${t.reference.answersPerSecond} answers/s, errors ${t.reference.errors}, forks ${t.reference.forks}`,
+    );
   }
   if (r.appends) {
     const a = r.appends;
@@ -568,19 +709,34 @@ function renderTable(r: Record<string, any>): string {
     add('appends, reference during compactions: per s, p50 / p99', `${a.reference.duringCompactions.perSecond}/s, ${ms(a.reference.duringCompactions)}`);
     add('appends ours / floor (c) throughput (target >= 0.5)', a.ratios.oursThroughputOverFloorC);
     add('appends ours p99 during / alone (target <= 1.5)', a.ratios.oursP99DuringOverAlone);
-    add('token counting per appended message: estimate / real tokenizer (o200k, gpt-tokenizer, as appends use it); estimate / real tokens', `${a.tokenCounting.estimateUsPerMessage} / ${a.tokenCounting.realUsPerMessage} µs; ${a.tokenCounting.estimateOverRealTokens}`);
+    add(
+      'token counting per appended message: estimate / real tokenizer (o200k, gpt-tokenizer, as appends use it); estimate / real tokens',
+      `${a.tokenCounting.estimateUsPerMessage} / ${a.tokenCounting.realUsPerMessage} µs; ${a.tokenCounting.estimateOverRealTokens}`,
+    );
   }
   if (r.wake) {
-    for (const l of r.wake.lineages) add(`wake after eviction, ${l.worstPointOfRun ? `worst point of a run (${l.compactions} compactions in it)` : `${l.compactions} compactions`}: p50 / p99 (target p99 <= 250)`, `${ms(l.ms)} (${l.currentRunEvents} events)`);
+    for (const l of r.wake.lineages)
+      add(
+        `wake after eviction, ${l.worstPointOfRun ? `worst point of a run (${l.compactions} compactions in it)` : `${l.compactions} compactions`}: p50 / p99 (target p99 <= 250)`,
+        `${ms(l.ms)} (${l.currentRunEvents} events)`,
+      );
   }
   if (r.memory) {
     for (const k of ['reuseV8Context', 'noReuseV8Context', 'reuseV8ContextFull']) {
       const m = r.memory[k];
-      if (m) add(`memory, ${k === 'noReuseV8Context' ? 'reuseV8Context off' : 'reuseV8Context on (default)'}, ${m.lineages} idle lineages, cache ${m.cacheSize}: per lineage, worker RSS`, `${m.kibPerCachedLineage} KiB, ${m.withIdleLineagesMiB} MiB`);
+      if (m)
+        add(
+          `memory, ${k === 'noReuseV8Context' ? 'reuseV8Context off' : 'reuseV8Context on (default)'}, ${m.lineages} idle lineages, cache ${m.cacheSize}: per lineage, worker RSS`,
+          `${m.kibPerCachedLineage} KiB, ${m.withIdleLineagesMiB} MiB`,
+        );
     }
   }
   if (r.eager) {
-    for (const [k, v] of Object.entries<any>(r.eager)) add(`eager dispatch, ${k}: eager dispatches counted; floor (b) with / without eager slots p50`, `${v.eagerDispatchesCounted}; ${v.workerWithEagerSlots.p50} / ${v.workerWithoutEagerSlots.p50} ms`);
+    for (const [k, v] of Object.entries<any>(r.eager))
+      add(
+        `eager dispatch, ${k}: eager dispatches counted; floor (b) with / without eager slots p50`,
+        `${v.eagerDispatchesCounted}; ${v.workerWithEagerSlots.p50} / ${v.workerWithoutEagerSlots.p50} ms`,
+      );
   }
   if (r.naive) {
     add('naive: compaction p50 / p99', ms(r.naive.compaction));
@@ -593,12 +749,14 @@ function renderTable(r: Record<string, any>): string {
         '',
         '| scenario | design | callers: compacted / unchanged / error | committed | LLM calls per commit | forks | orphans | appends acked | lost | duplicated |',
         '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
-        ...r.faults.map((f: any) => `| ${f.scenario} | ${f.design} | ${f.compacted} / ${f.unchanged} / ${f.errors} | ${f.committedCompactions} | ${f.llmCallsPerCommit === null ? 'n/a' : round(f.llmCallsPerCommit)} | ${f.forks} | ${f.orphans} | ${f.appendsAcknowledged} | ${f.lostMessages} | ${f.duplicatedMessages} |`),
+        ...r.faults.map(
+          (f: any) =>
+            `| ${f.scenario} | ${f.design} | ${f.compacted} / ${f.unchanged} / ${f.errors} | ${f.committedCompactions} | ${f.llmCallsPerCommit === null ? 'n/a' : round(f.llmCallsPerCommit)} | ${f.forks} | ${f.orphans} | ${f.appendsAcknowledged} | ${f.lostMessages} | ${f.duplicatedMessages} |`,
+        ),
       ].join('\n')
     : '';
   return table + '\n' + faults;
 }
-
 
 main().catch((error) => {
   console.error(error);

@@ -23,7 +23,11 @@ export async function startBenchStack(name: string, options: { env?: Record<stri
 }
 
 /** Runs a bench script as its own Node process (tsx as a loader, so signals reach it) and waits for `ready`. */
-export async function spawnBenchProcess(script: string, env: Record<string, string>, options: { args?: string[]; ready?: string; echo?: boolean } = {}): Promise<ChildProcess> {
+export async function spawnBenchProcess(
+  script: string,
+  env: Record<string, string>,
+  options: { args?: string[]; ready?: string; echo?: boolean } = {},
+): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'bench', script), ...(options.args ?? [])], {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env },

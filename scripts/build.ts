@@ -27,15 +27,23 @@ import { PREBUILT_WORKFLOW_BUNDLES } from '../src/worker';
  * type checking is `npm run typecheck`'s job. Syntax errors still fail the build.
  */
 function compile(outDir: string): void {
-  const config = ts.getParsedCommandLineOfConfigFile(path.join(PROJECT_ROOT, 'tsconfig.build.json'), { outDir }, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
-      throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+  const config = ts.getParsedCommandLineOfConfigFile(
+    path.join(PROJECT_ROOT, 'tsconfig.build.json'),
+    { outDir },
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+      },
     },
-  })!;
+  )!;
   const problems = [...config.errors];
   for (const fileName of config.fileNames) {
-    const { outputText, diagnostics = [] } = ts.transpileModule(readFileSync(fileName, 'utf8'), { compilerOptions: config.options, fileName, reportDiagnostics: true });
+    const { outputText, diagnostics = [] } = ts.transpileModule(readFileSync(fileName, 'utf8'), {
+      compilerOptions: config.options,
+      fileName,
+      reportDiagnostics: true,
+    });
     problems.push(...diagnostics);
     const target = path.join(outDir, path.relative(config.options.rootDir!, fileName)).replace(/\.ts$/, '.js');
     mkdirSync(path.dirname(target), { recursive: true });

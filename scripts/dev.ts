@@ -84,13 +84,19 @@ async function main(): Promise<void> {
     const worker = await createSessionWorker({ config: { ...config, databaseUrl: pg?.url ?? config.databaseUrl }, log: say });
     // The inspector: read-only pages over Postgres and the workflows (127.0.0.1 by default).
     const inspectorClient = await SessionsClient.connect({ config: { ...config, databaseUrl: pg?.url ?? config.databaseUrl } });
-    const inspector = await startInspector({ client: inspectorClient, temporalUiUrl: process.env.TEMPORAL_UI_URL ? config.temporalUiUrl : uiUrl, bindAddress: config.inspectorBindAddress });
+    const inspector = await startInspector({
+      client: inspectorClient,
+      temporalUiUrl: process.env.TEMPORAL_UI_URL ? config.temporalUiUrl : uiUrl,
+      bindAddress: config.inspectorBindAddress,
+    });
     stops.push(async () => {
       await inspector.close();
       await inspectorClient.close();
     });
     process.once('SIGINT', () => say('stopping (Ctrl-C)...'));
-    console.log(`\nsession-compaction is ready. Temporal Web UI: ${uiUrl}  inspector: ${inspector.url}  Temporal: ${config.temporal.address}  task queue: ${config.temporal.taskQueue}`);
+    console.log(
+      `\nsession-compaction is ready. Temporal Web UI: ${uiUrl}  inspector: ${inspector.url}  Temporal: ${config.temporal.address}  task queue: ${config.temporal.taskQueue}`,
+    );
     console.log(`metrics: http://${config.metricsBindAddress}/metrics`);
     console.log(`try: npx sessions create demo && npx sessions compact demo --json   (Ctrl-C stops everything)\n`);
     await worker.run();

@@ -67,7 +67,9 @@ export function clientTracingInterceptors(): OpenTelemetryWorkflowClientIntercep
 
 /** The worker plugin (client, workflow and activity interceptors, workflow span sink), or undefined when off. */
 export function workerTracingPlugin(): OpenTelemetryPlugin | undefined {
-  return installed ? new (interceptors().OpenTelemetryPlugin)({ resource: installed.resource, spanProcessor: installed.spanProcessor, tracer: installed.tracer }) : undefined;
+  return installed
+    ? new (interceptors().OpenTelemetryPlugin)({ resource: installed.resource, spanProcessor: installed.spanProcessor, tracer: installed.tracer })
+    : undefined;
 }
 
 /** Runs `fn` in a span named `name` when tracing is on; calls it directly when off. */
@@ -94,10 +96,12 @@ export function tracedSummariser(summariser: Summariser): Summariser {
     summarise: (request, context) =>
       withSpan('llm.summarise', { 'llm.model': summariser.model, 'compaction.messages': request.middle.length }, async () => {
         const result = await summariser.summarise(request, context);
-        api().trace.getActiveSpan()?.setAttributes({
-          ...(result.promptTokens !== undefined ? { 'llm.prompt_tokens': result.promptTokens } : {}),
-          ...(result.completionTokens !== undefined ? { 'llm.completion_tokens': result.completionTokens } : {}),
-        });
+        api()
+          .trace.getActiveSpan()
+          ?.setAttributes({
+            ...(result.promptTokens !== undefined ? { 'llm.prompt_tokens': result.promptTokens } : {}),
+            ...(result.completionTokens !== undefined ? { 'llm.completion_tokens': result.completionTokens } : {}),
+          });
         return result;
       }),
   };

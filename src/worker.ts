@@ -68,7 +68,11 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
   if (encrypted) say('payloads and failure messages in Temporal history are encrypted (AES-256-GCM)');
   const tracingPlugin = tracing ? workerTracingPlugin() : undefined;
   if (tracingPlugin) say('tracing: spans exported (OpenTelemetry)');
-  const workflows = workflowCode({ bundlePath: options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH, encrypted: Boolean(encrypted), tracing: Boolean(tracingPlugin) });
+  const workflows = workflowCode({
+    bundlePath: options.workflowBundlePath ?? process.env.WORKFLOW_BUNDLE_PATH,
+    encrypted: Boolean(encrypted),
+    tracing: Boolean(tracingPlugin),
+  });
   say(`workflows: ${workflows.description}`);
   const worker = await Worker.create({
     connection,
@@ -148,7 +152,9 @@ async function main(): Promise<void> {
   installRuntime(config);
   if (config.metricsBindAddress) console.log(`metrics: http://${config.metricsBindAddress}/metrics`);
   const sessionWorker = await createSessionWorker({ config });
-  console.log(`worker ready: task queue ${config.temporal.taskQueue} on ${config.temporal.address} (namespace ${config.temporal.namespace}, ${describeTemporalSecurity(config.temporal)})`);
+  console.log(
+    `worker ready: task queue ${config.temporal.taskQueue} on ${config.temporal.address} (namespace ${config.temporal.namespace}, ${describeTemporalSecurity(config.temporal)})`,
+  );
   // SIGINT and SIGTERM make the worker stop polling and let in-flight summaries finish
   // (up to WORKER_SHUTDOWN_GRACE_MS); what does not finish is retried by another worker.
   await sessionWorker.run();

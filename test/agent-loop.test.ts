@@ -79,7 +79,9 @@ function startSecondCaller(agent: ScriptedAgent, seed: number) {
         if (latest !== undefined && !inFlightBefore && !agent.userAppendInFlight && agent.userRequests.length === usersBefore) {
           state.userRequestChecks++;
           if (!result.messages.some((m) => m.role === 'user' && m.content === latest)) {
-            state.violations.push(`compaction to generation ${result.generation} (${result.sessionId}) lost the latest user request ${JSON.stringify(latest.slice(0, 40))}`);
+            state.violations.push(
+              `compaction to generation ${result.generation} (${result.sessionId}) lost the latest user request ${JSON.stringify(latest.slice(0, 40))}`,
+            );
           }
         }
       } catch (error) {
@@ -99,92 +101,105 @@ function startSecondCaller(agent: ScriptedAgent, seed: number) {
 // One mode after the other: run at once they took as long (the agents, the worker and the
 // provider share one process), and apart each run is reproducible from its seed.
 describe('an agent loop against a strict provider', () => {
-  it.for(['rotate', 'in_place'] as const)(`%s mode: runs ${TURNS} turns through at least ${MIN_COMPACTIONS} compactions with every request accepted and nothing lost`, { timeout: 300_000 }, async (mode, { expect }) => {
-    const sessionId = uniqueId(`agent-${mode}`);
-    await stack.client.createSession({ sessionId, mode, compactAtTokens: THRESHOLD_TOKENS });
-    const model = `agent-model-${mode}`;
-    const agent = new ScriptedAgent({ client: stack.client, baseURL: provider.baseURL, sessionId, model, seed: SEED + (mode === 'rotate' ? 1 : 2), waitWithOpenCallChance: 0.85 });
-    const second = startSecondCaller(agent, SEED + 3);
+  it.for(['rotate', 'in_place'] as const)(
+    `%s mode: runs ${TURNS} turns through at least ${MIN_COMPACTIONS} compactions with every request accepted and nothing lost`,
+    { timeout: 300_000 },
+    async (mode, { expect }) => {
+      const sessionId = uniqueId(`agent-${mode}`);
+      await stack.client.createSession({ sessionId, mode, compactAtTokens: THRESHOLD_TOKENS });
+      const model = `agent-model-${mode}`;
+      const agent = new ScriptedAgent({
+        client: stack.client,
+        baseURL: provider.baseURL,
+        sessionId,
+        model,
+        seed: SEED + (mode === 'rotate' ? 1 : 2),
+        waitWithOpenCallChance: 0.85,
+      });
+      const second = startSecondCaller(agent, SEED + 3);
 
-    let rejected: AgentRequestRejected | undefined;
-    const started = Date.now();
-    try {
-      for (let turn = 0; turn < TURNS; turn++) await agent.turn(turn);
-    } catch (error) {
-      if (!(error instanceof AgentRequestRejected)) throw error;
-      rejected = error;
-    } finally {
-      await second.stop();
-    }
-    await agent.drain();
-    const elapsedMs = Date.now() - started;
+      let rejected: AgentRequestRejected | undefined;
+      const started = Date.now();
+      try {
+        for (let turn = 0; turn < TURNS; turn++) await agent.turn(turn);
+      } catch (error) {
+        if (!(error instanceof AgentRequestRejected)) throw error;
+        rejected = error;
+      } finally {
+        await second.stop();
+      }
+      await agent.drain();
+      const elapsedMs = Date.now() - started;
 
-    // What the run did, from the test's own ledger.
-    const generations = new Set([...agent.compacted, ...second.state.compacted].map((r) => r.generation));
-    // This agent's rejected requests, and any rejected summariser request (of either mode).
-    const rejections = provider.rejections.filter((r) => r.model === model || r.caller !== 'agent');
-    const summariserRequests = provider.requests.filter((r) => r.caller === 'summariser').length;
-    const rows = await auditRows(stack.db.db, sessionId);
-    // From the service's audit, for the report only: compactions that carried appends made while they ran.
-    const carrying = rows.filter((r) => r.outcome === 'compacted' && /^carried/.test(r.reason ?? '')).length;
-    const report = {
-      carrying,
-      mode,
-      elapsedMs,
-      appended: agent.ledger.length,
-      userRequests: agent.userRequests.length,
-      compactions: generations.size,
-      compactionsWithOpenCall: agent.compactionsWithOpenCall.length,
-      secondCaller: second.state.outcomes,
-      thresholdWaits: agent.stats.waitedOutcomes,
-      summariserRequests,
-      rejections: rejections.length,
-      ...agent.stats,
-    };
-    console.log(`[agent-loop] ${JSON.stringify(report)}`);
+      // What the run did, from the test's own ledger.
+      const generations = new Set([...agent.compacted, ...second.state.compacted].map((r) => r.generation));
+      // This agent's rejected requests, and any rejected summariser request (of either mode).
+      const rejections = provider.rejections.filter((r) => r.model === model || r.caller !== 'agent');
+      const summariserRequests = provider.requests.filter((r) => r.caller === 'summariser').length;
+      const rows = await auditRows(stack.db.db, sessionId);
+      // From the service's audit, for the report only: compactions that carried appends made while they ran.
+      const carrying = rows.filter((r) => r.outcome === 'compacted' && /^carried/.test(r.reason ?? '')).length;
+      const report = {
+        carrying,
+        mode,
+        elapsedMs,
+        appended: agent.ledger.length,
+        userRequests: agent.userRequests.length,
+        compactions: generations.size,
+        compactionsWithOpenCall: agent.compactionsWithOpenCall.length,
+        secondCaller: second.state.outcomes,
+        thresholdWaits: agent.stats.waitedOutcomes,
+        summariserRequests,
+        rejections: rejections.length,
+        ...agent.stats,
+      };
+      console.log(`[agent-loop] ${JSON.stringify(report)}`);
 
-    // 0 rejected requests: the first rejection says what was wrong with the head.
-    const first = rejections[0];
-    expect(rejected?.message, 'the agent stopped on a rejected request').toBeUndefined();
-    expect(rejections.length, first ? `first rejection (${first.caller}): ${first.error?.message} [param ${first.error?.param}]` : '').toBe(0);
-    expect(agent.stats.turns).toBe(TURNS);
+      // 0 rejected requests: the first rejection says what was wrong with the head.
+      const first = rejections[0];
+      expect(rejected?.message, 'the agent stopped on a rejected request').toBeUndefined();
+      expect(rejections.length, first ? `first rejection (${first.caller}): ${first.error?.message} [param ${first.error?.param}]` : '').toBe(0);
+      expect(agent.stats.turns).toBe(TURNS);
 
-    // The latest user request survived every compaction; open calls stayed with their results.
-    expect(agent.violations).toEqual([]);
-    expect(second.state.violations).toEqual([]);
-    expect(second.state.errors).toEqual([]);
-    // The agent checked the head on every turn (and again after each compaction it waited for).
-    expect(agent.stats.userRequestChecks).toBeGreaterThanOrEqual(TURNS);
+      // The latest user request survived every compaction; open calls stayed with their results.
+      expect(agent.violations).toEqual([]);
+      expect(second.state.violations).toEqual([]);
+      expect(second.state.errors).toEqual([]);
+      // The agent checked the head on every turn (and again after each compaction it waited for).
+      expect(agent.stats.userRequestChecks).toBeGreaterThanOrEqual(TURNS);
 
-    // Every message the agent appended is in the head verbatim or in a summarised range.
-    const head = await stack.client.transcript(sessionId);
-    const inHead = new Set(head.messages.map(({ seq: _seq, ...m }) => canonical(m)));
-    // summarisedFromSeq / summarisedToSeq: inclusive lineage sequence numbers (issue 10).
-    const ranges = rows
-      .filter((r) => r.outcome === 'compacted' && r.summarisedFromSeq !== null && r.summarisedToSeq !== null)
-      .map((r) => [r.summarisedFromSeq!, r.summarisedToSeq!] as const);
-    const unaccounted = agent.ledger.filter((e) => !inHead.has(canonical(e.message)) && !ranges.some(([from, to]) => from <= e.lineageSeq && e.lineageSeq <= to));
-    expect(
-      unaccounted.length,
-      `${unaccounted.length} of ${agent.ledger.length} appended messages are neither in the head nor in a summarised range; first: ${unaccounted
-        .slice(0, 3)
-        .map((e) => `#${e.lineageSeq} ${e.message.role} (turn ${e.turn})`)
-        .join(', ')}`,
-    ).toBe(0);
+      // Every message the agent appended is in the head verbatim or in a summarised range.
+      const head = await stack.client.transcript(sessionId);
+      const inHead = new Set(head.messages.map(({ seq: _seq, ...m }) => canonical(m)));
+      // summarisedFromSeq / summarisedToSeq: inclusive lineage sequence numbers (issue 10).
+      const ranges = rows
+        .filter((r) => r.outcome === 'compacted' && r.summarisedFromSeq !== null && r.summarisedToSeq !== null)
+        .map((r) => [r.summarisedFromSeq!, r.summarisedToSeq!] as const);
+      const unaccounted = agent.ledger.filter(
+        (e) => !inHead.has(canonical(e.message)) && !ranges.some(([from, to]) => from <= e.lineageSeq && e.lineageSeq <= to),
+      );
+      expect(
+        unaccounted.length,
+        `${unaccounted.length} of ${agent.ledger.length} appended messages are neither in the head nor in a summarised range; first: ${unaccounted
+          .slice(0, 3)
+          .map((e) => `#${e.lineageSeq} ${e.message.role} (turn ${e.turn})`)
+          .join(', ')}`,
+      ).toBe(0);
 
-    // The planner built valid heads itself: no gate but the size gate ever had to refuse one
-    // (the gates are the safety net, not the mechanism).
-    expect(rows.filter((r) => r.gate !== null && r.gate !== 'smaller').map((r) => `${r.gate}: ${r.reason}`)).toEqual([]);
+      // The planner built valid heads itself: no gate but the size gate ever had to refuse one
+      // (the gates are the safety net, not the mechanism).
+      expect(rows.filter((r) => r.gate !== null && r.gate !== 'smaller').map((r) => `${r.gate}: ${r.reason}`)).toEqual([]);
 
-    // The run was the one the proof needs.
-    expect(generations.size).toBeGreaterThanOrEqual(MIN_COMPACTIONS);
-    expect(rows.filter((r) => r.outcome === 'compacted').length).toBeGreaterThanOrEqual(generations.size);
-    expect(agent.compactionsWithOpenCall.length).toBeGreaterThanOrEqual(MIN_COMPACTIONS_WITH_OPEN_CALL);
-    expect(summariserRequests).toBeGreaterThanOrEqual(generations.size);
-    expect(agent.stats.parallelCallMessages).toBeGreaterThan(0);
-    expect(agent.stats.splitResults).toBeGreaterThan(0);
-    expect(agent.stats.largeOutputs).toBeGreaterThan(0);
-    expect(agent.stats.answers).toBeGreaterThan(0);
-    expect(agent.stats.compactionRequestErrors).toEqual([]);
-  });
+      // The run was the one the proof needs.
+      expect(generations.size).toBeGreaterThanOrEqual(MIN_COMPACTIONS);
+      expect(rows.filter((r) => r.outcome === 'compacted').length).toBeGreaterThanOrEqual(generations.size);
+      expect(agent.compactionsWithOpenCall.length).toBeGreaterThanOrEqual(MIN_COMPACTIONS_WITH_OPEN_CALL);
+      expect(summariserRequests).toBeGreaterThanOrEqual(generations.size);
+      expect(agent.stats.parallelCallMessages).toBeGreaterThan(0);
+      expect(agent.stats.splitResults).toBeGreaterThan(0);
+      expect(agent.stats.largeOutputs).toBeGreaterThan(0);
+      expect(agent.stats.answers).toBeGreaterThan(0);
+      expect(agent.stats.compactionRequestErrors).toEqual([]);
+    },
+  );
 });

@@ -7,14 +7,18 @@ import type { CompactResult, RequestStatus } from '../src/workflows/contract';
 
 const answer = (requestId: string): CompactResult => ({ requestId, outcome: 'compacted', sessionId: 's--g1', generation: 1 });
 
-function scripted(options: { answerAfterPolls?: number; known?: (id: string) => boolean; running?: boolean; recorded?: (id: string) => CompactResult | undefined } = {}) {
+function scripted(
+  options: { answerAfterPolls?: number; known?: (id: string) => boolean; running?: boolean; recorded?: (id: string) => CompactResult | undefined } = {},
+) {
   const calls: string[][] = [];
   const target: PollTarget = {
     async statuses(ids) {
       calls.push(ids);
       return ids.map((requestId): RequestStatus => {
         if (!(options.known?.(requestId) ?? true)) return { requestId, status: 'unknown' };
-        return calls.length >= (options.answerAfterPolls ?? 1) ? { requestId, status: 'answered', result: answer(requestId) } : { requestId, status: 'pending' };
+        return calls.length >= (options.answerAfterPolls ?? 1)
+          ? { requestId, status: 'answered', result: answer(requestId) }
+          : { requestId, status: 'pending' };
       });
     },
     running: async () => options.running ?? true,

@@ -84,7 +84,10 @@ describe('auto-compaction', () => {
   it('sends again a request whose signal failed, on the next append', async () => {
     const id = uniqueId('auto');
     await stack().client.createSession({ sessionId: id, compactAt: 1000 });
-    const below = await stack().client.append(id, Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i}: ${words(30, 't')}` })));
+    const below = await stack().client.append(
+      id,
+      Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `turn ${i}: ${words(30, 't')}` })),
+    );
     expect(below.compactionRequestId).toBeUndefined();
     const client = stack().client;
     const realRequest = client.requestCompaction.bind(client);
@@ -142,11 +145,19 @@ describe('auto-compaction and append keys', () => {
 describe('thresholds and token counts', () => {
   it('takes the threshold as a share of the context window, from the model or given', async () => {
     const a = uniqueId('pct');
-    expect(await stack().client.createSession({ sessionId: a, compactAt: '80%', model: 'gpt-4o' })).toMatchObject({ compactAtTokens: 102_400, contextWindow: 128_000 });
+    expect(await stack().client.createSession({ sessionId: a, compactAt: '80%', model: 'gpt-4o' })).toMatchObject({
+      compactAtTokens: 102_400,
+      contextWindow: 128_000,
+    });
     const b = uniqueId('pct');
-    expect(await stack().client.createSession({ sessionId: b, compactAt: '50%', model: 'local-llm', contextWindow: 32_000 })).toMatchObject({ compactAtTokens: 16_000 });
+    expect(await stack().client.createSession({ sessionId: b, compactAt: '50%', model: 'local-llm', contextWindow: 32_000 })).toMatchObject({
+      compactAtTokens: 16_000,
+    });
     const c = uniqueId('pct');
-    await expect(stack().client.createSession({ sessionId: c, compactAt: '80%', model: 'local-llm' })).rejects.toMatchObject({ name: 'InvalidInputError', field: 'compactAt' });
+    await expect(stack().client.createSession({ sessionId: c, compactAt: '80%', model: 'local-llm' })).rejects.toMatchObject({
+      name: 'InvalidInputError',
+      field: 'compactAt',
+    });
     await expect(stack().client.createSession({ sessionId: c, compactAt: '180%', contextWindow: 1000 })).rejects.toBeInstanceOf(InvalidInputError);
     expect(await rowsOf(sql`select id from lineages where id = ${c}`)).toEqual([]);
   });
@@ -154,10 +165,16 @@ describe('thresholds and token counts', () => {
   it('stores real token counts for OpenAI models and estimates for others', async () => {
     const real = uniqueId('tok');
     await stack().client.createSession({ sessionId: real, model: 'gpt-4o' });
-    const counted = await stack().client.append(real, [{ role: 'user', content: 'hello world' }, { role: 'user', content: 'a'.repeat(4000) }]);
+    const counted = await stack().client.append(real, [
+      { role: 'user', content: 'hello world' },
+      { role: 'user', content: 'a'.repeat(4000) },
+    ]);
     const estimated = uniqueId('tok');
     await stack().client.createSession({ sessionId: estimated });
-    await stack().client.append(estimated, [{ role: 'user', content: 'hello world' }, { role: 'user', content: 'a'.repeat(4000) }]);
+    await stack().client.append(estimated, [
+      { role: 'user', content: 'hello world' },
+      { role: 'user', content: 'a'.repeat(4000) },
+    ]);
     const tokens = async (id: string) => (await rowsOf(sql`select token_estimate as n from messages where session_id = ${id} order by seq`)).map((r) => r.n);
     expect(await tokens(real)).toEqual([6, expect.any(Number)]);
     expect((await tokens(real))[1]).toBeLessThan(1000); // 4,000 repeated characters are few tokens

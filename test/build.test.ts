@@ -30,7 +30,11 @@ function filesUnder(dir: string): string[] {
 }
 
 /** The package a bare specifier names: `@scope/name/sub` -> `@scope/name`, `name/sub` -> `name`. */
-const packageOf = (specifier: string) => specifier.split('/').slice(0, specifier.startsWith('@') ? 2 : 1).join('/');
+const packageOf = (specifier: string) =>
+  specifier
+    .split('/')
+    .slice(0, specifier.startsWith('@') ? 2 : 1)
+    .join('/');
 
 // Payloads encrypted, so the worker must pick the bundle with the failure converter in it.
 const stack = useTestStack({ noWorker: true, env: { PAYLOAD_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}` } });
@@ -52,7 +56,13 @@ afterAll(() => {
 
 describe('npm run build', () => {
   it('writes the compiled worker and CLI, the files they read by path, and the workflow bundles', () => {
-    for (const file of ['worker.js', 'client/cli.js', 'db/migrations/meta/_journal.json', 'codec/failure-converter.js', ...Object.values(PREBUILT_WORKFLOW_BUNDLES)]) {
+    for (const file of [
+      'worker.js',
+      'client/cli.js',
+      'db/migrations/meta/_journal.json',
+      'codec/failure-converter.js',
+      ...Object.values(PREBUILT_WORKFLOW_BUNDLES),
+    ]) {
       expect(existsSync(path.join(outDir, file)), file).toBe(true);
     }
     const migrations = filesUnder(path.join(PROJECT_ROOT, 'src/db/migrations')).sort();

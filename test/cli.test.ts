@@ -43,7 +43,16 @@ describe('sessions command', () => {
     const compacted = await sessions(['compact', id, '--focus', 'tests', '--request-id', 'cli-1', '--json']);
     expect(compacted.code).toBe(0);
     expect(compacted.json).toMatchObject({ outcome: 'compacted', sessionId: `${id}--g1`, previousSessionId: id });
-    expect(Object.keys(compacted.json).sort()).toEqual(['messages', 'messagesAfter', 'messagesBefore', 'outcome', 'previousSessionId', 'sessionId', 'tokensAfter', 'tokensBefore']);
+    expect(Object.keys(compacted.json).sort()).toEqual([
+      'messages',
+      'messagesAfter',
+      'messagesBefore',
+      'outcome',
+      'previousSessionId',
+      'sessionId',
+      'tokensAfter',
+      'tokensBefore',
+    ]);
 
     const transcript = await sessions(['transcript', id, '--json']);
     expect(transcript.json).toEqual({ sessionId: `${id}--g1`, messages: compacted.json.messages });
@@ -68,7 +77,13 @@ describe('sessions command', () => {
   it('reports bad input with a typed error, exit code 2, and writes nothing', async () => {
     const id = uniqueId('cli');
     await sessions(['create', id]);
-    const bad = await sessions(['append', id, '--json'], JSON.stringify([{ role: 'user', content: 'ok' }, { role: 'robot', content: 'x' }]));
+    const bad = await sessions(
+      ['append', id, '--json'],
+      JSON.stringify([
+        { role: 'user', content: 'ok' },
+        { role: 'robot', content: 'x' },
+      ]),
+    );
     expect(bad.code).toBe(2);
     expect(bad.json.error).toMatchObject({ type: 'InvalidInputError', field: 'messages[1].role' });
     expect((await sessions(['transcript', id, '--json'])).json.messages).toEqual([]);

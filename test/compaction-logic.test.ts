@@ -131,7 +131,7 @@ describe('planning the cut', () => {
 /** A random agent transcript: users, replies, single and parallel calls, sometimes calls still open at the end. */
 function randomTranscript(seed: number): ChatMessage[] {
   let state = seed;
-  const rand = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const rand = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const out: ChatMessage[] = [system];
   let id = 0;
   const turns = 3 + Math.floor(rand() * 25);
@@ -170,11 +170,21 @@ describe('the candidate head', () => {
       if (plan.middle.length === 0) continue;
       compacted++;
       const after = buildCandidate(plan, 'short', transcript).map((e) => e.message);
-      const report = runGates({ before: transcript, after, tokensBefore: 2, tokensAfter: 1, summaryIndex: after.findIndex((m) => m.name === SUMMARY_MESSAGE_NAME) });
+      const report = runGates({
+        before: transcript,
+        after,
+        tokensBefore: 2,
+        tokensAfter: 1,
+        summaryIndex: after.findIndex((m) => m.name === SUMMARY_MESSAGE_NAME),
+      });
       expect(report.failed, `seed ${seed}`).toBeUndefined();
       // Never two user messages in a row that the transcript did not have.
       for (let i = 1; i < after.length; i++) {
-        if (after[i].role === 'user' && after[i - 1].role === 'user') expect(transcript.some((m, j) => j > 0 && m === after[i] && transcript[j - 1] === after[i - 1]), `seed ${seed}`).toBe(true);
+        if (after[i].role === 'user' && after[i - 1].role === 'user')
+          expect(
+            transcript.some((m, j) => j > 0 && m === after[i] && transcript[j - 1] === after[i - 1]),
+            `seed ${seed}`,
+          ).toBe(true);
       }
     }
     expect(compacted).toBeGreaterThan(300);

@@ -20,7 +20,6 @@ async function sessionWith(turns: number, options: { mode?: 'rotate' | 'in_place
   return sessionId;
 }
 
-
 describe('one workflow per lineage', () => {
   it('rotates the head into exactly one child, linked to its ended parent, in one transaction', async () => {
     const root = await sessionWith(12);
@@ -128,7 +127,10 @@ describe('refusals', () => {
   it('refuses when there is nothing between the kept head and tail', async () => {
     const root = uniqueId('s');
     await stack().client.createSession({ sessionId: root });
-    await stack().client.append(root, [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }]);
+    await stack().client.append(root, [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'hello' },
+    ]);
     const result = await stack().client.compact(root);
     expect(result).toMatchObject({ outcome: 'refused', sessionId: root });
     expect(result.reason).toMatch(/nothing to summarise/);
@@ -141,7 +143,9 @@ describe('the summariser request', () => {
     const root = await sessionWith(12);
     await stack().client.compact(root, { focusTopic: 'the billing migration', force: true });
     expect(stack().llm.requests).toHaveLength(1);
-    const prompt = stack().llm.requests[0].body.messages.map((m) => m.content).join('\n');
+    const prompt = stack()
+      .llm.requests[0].body.messages.map((m) => m.content)
+      .join('\n');
     expect(prompt).toContain('Focus the summary on: the billing migration');
     expect(prompt).toContain('This compaction was forced by the caller');
   });
@@ -150,9 +154,16 @@ describe('the summariser request', () => {
     const root = uniqueId('s');
     await stack().client.createSession({ sessionId: root });
     // One user request followed by a long agent loop of tool calls: the tail holds no user turn.
-    const loop: Array<Record<string, unknown>> = [{ role: 'system', content: 'agent' }, { role: 'user', content: 'Migrate every module to the new logger, please.' }];
+    const loop: Array<Record<string, unknown>> = [
+      { role: 'system', content: 'agent' },
+      { role: 'user', content: 'Migrate every module to the new logger, please.' },
+    ];
     for (let i = 0; i < 30; i++) {
-      loop.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'edit', arguments: `{"file":"m${i}.ts"}` } }] });
+      loop.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'edit', arguments: `{"file":"m${i}.ts"}` } }],
+      });
       loop.push({ role: 'tool', tool_call_id: `c${i}`, content: `m${i}.ts migrated. `.repeat(10) });
     }
     await stack().client.append(root, loop);
@@ -181,7 +192,9 @@ describe('background requests', () => {
       cause: { type: 'BackgroundCompactionRejectedError', message: expect.stringMatching(/background request may not compact/) },
     });
     const history = await handle.fetchHistory();
-    const updateEvents = (history.events ?? []).filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes || e.workflowExecutionUpdateCompletedEventAttributes);
+    const updateEvents = (history.events ?? []).filter(
+      (e) => e.workflowExecutionUpdateAcceptedEventAttributes || e.workflowExecutionUpdateCompletedEventAttributes,
+    );
     expect(updateEvents).toHaveLength(0);
     expect(stack().llm.requests).toHaveLength(0);
   });
@@ -203,8 +216,12 @@ describe('background requests', () => {
     await expect(stack().client.compact('bad id!')).rejects.toBeInstanceOf(InvalidInputError);
     const root = await sessionWith(2);
     const handle = stack().temporal.workflow.getHandle(lineageWorkflowId(root));
-    await expect(handle.executeUpdate(compactUpdate, { args: [{ sessionId: root, focusTopic: 7 } as never] })).rejects.toMatchObject({ cause: { type: 'InvalidInputError', message: expect.stringMatching(/focusTopic/) } });
-    await expect(handle.executeUpdate(compactUpdate, { args: [{ sessionId: 'other-lineage' }] })).rejects.toMatchObject({ cause: { type: 'InvalidInputError', message: expect.stringMatching(/does not belong/) } });
+    await expect(handle.executeUpdate(compactUpdate, { args: [{ sessionId: root, focusTopic: 7 } as never] })).rejects.toMatchObject({
+      cause: { type: 'InvalidInputError', message: expect.stringMatching(/focusTopic/) },
+    });
+    await expect(handle.executeUpdate(compactUpdate, { args: [{ sessionId: 'other-lineage' }] })).rejects.toMatchObject({
+      cause: { type: 'InvalidInputError', message: expect.stringMatching(/does not belong/) },
+    });
   });
 });
 
@@ -221,7 +238,14 @@ describe('audit', () => {
     const [refused, compacted] = rows;
     expect(refused).toMatchObject({ lineageId: root, parentSessionId: root, requestIds: ['r-refused'], trigger: 'update', model: 'fake-model' });
     expect(refused.reason).toMatch(/not be smaller/);
-    expect(compacted).toMatchObject({ parentSessionId: root, childSessionId: done.sessionId, generation: 1, requestIds: ['r-ok'], messagesBefore: 49, attempts: 1 });
+    expect(compacted).toMatchObject({
+      parentSessionId: root,
+      childSessionId: done.sessionId,
+      generation: 1,
+      requestIds: ['r-ok'],
+      messagesBefore: 49,
+      attempts: 1,
+    });
     expect(compacted.tokensAfter!).toBeLessThan(compacted.tokensBefore!);
     expect(compacted.messagesAfter).toBe(done.messages.length);
     expect(compacted.summariserPromptTokens).toBe(100);

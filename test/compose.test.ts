@@ -10,12 +10,24 @@ import { loadConfig, PROJECT_ROOT } from '../src/config';
 import { SEARCH_ATTRIBUTES } from '../src/workflows/search-attributes';
 
 const compose = parse(readFileSync(path.join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8')) as {
-  services: Record<string, { image?: string; build?: unknown; environment?: Record<string, string>; ports?: string[]; command?: string[]; depends_on?: Record<string, unknown> | string[] }>;
+  services: Record<
+    string,
+    {
+      image?: string;
+      build?: unknown;
+      environment?: Record<string, string>;
+      ports?: string[];
+      command?: string[];
+      depends_on?: Record<string, unknown> | string[];
+    }
+  >;
 };
 /** A compose value with `${VAR:?message}` / `${VAR:-default}` replaced by a placeholder. */
 const interpolated = (value: string) => value.replace(/\$\{[A-Z_]+(?::[?-][^}]*)?\}/g, 'x');
 /** Every environment variable src/config.ts reads. */
-const configVariables = new Set([...readFileSync(path.join(PROJECT_ROOT, 'src/config.ts'), 'utf8').matchAll(/env(?:\.|, ')([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]));
+const configVariables = new Set(
+  [...readFileSync(path.join(PROJECT_ROOT, 'src/config.ts'), 'utf8').matchAll(/env(?:\.|, ')([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]),
+);
 
 describe('docker-compose.yml', () => {
   it('has Postgres, schema setup by admin-tools, the server, search attribute setup, the UI and the worker', () => {

@@ -12,7 +12,6 @@ import { childrenOf, conversation, uniqueId, useTestStack } from './support/stac
 
 const stack = useTestStack();
 
-
 async function newSession(): Promise<string> {
   const sessionId = uniqueId('c');
   await stack().client.createSession({ sessionId, source: 'slack' });

@@ -25,19 +25,28 @@ describe('the data plane SQL functions', () => {
   const stack = useTestStack();
   const db = () => stack().db.db;
   const count = async (query: ReturnType<typeof sql>) => Number(((await db().execute(query)).rows[0] as { n: string }).n);
-  const rowsOfLineage = (lineageId: string) => count(sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.lineage_id = ${lineageId}`);
+  const rowsOfLineage = (lineageId: string) =>
+    count(sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.lineage_id = ${lineageId}`);
 
-  it.each(vectors('append-errors.json').cases as Array<{ name: string; messages: unknown; field: string; message: string; appendKey?: string; tokenCounts?: number[] }>)(
-    'session_append refuses: $name',
-    async (vector) => {
-      const id = uniqueId('vec-append');
-      await store.createSession(db(), { sessionId: id, mode: 'rotate' });
-      const error = await store.appendMessages(db(), id, vector.messages as ChatMessage[], vector.tokenCounts, undefined, { appendKey: vector.appendKey }).catch((e) => e);
-      expect(error).toBeInstanceOf(InvalidInputError);
-      expect(error).toMatchObject({ field: vector.field, message: vector.message });
-      expect(await rowsOfLineage(id)).toBe(0);
-    },
-  );
+  it.each(
+    vectors('append-errors.json').cases as Array<{
+      name: string;
+      messages: unknown;
+      field: string;
+      message: string;
+      appendKey?: string;
+      tokenCounts?: number[];
+    }>,
+  )('session_append refuses: $name', async (vector) => {
+    const id = uniqueId('vec-append');
+    await store.createSession(db(), { sessionId: id, mode: 'rotate' });
+    const error = await store
+      .appendMessages(db(), id, vector.messages as ChatMessage[], vector.tokenCounts, undefined, { appendKey: vector.appendKey })
+      .catch((e) => e);
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect(error).toMatchObject({ field: vector.field, message: vector.message });
+    expect(await rowsOfLineage(id)).toBe(0);
+  });
 
   it.each(vectors('create-errors.json').cases as Array<Record<string, never>>)('session_create refuses: $name', async (vector: Record<string, unknown>) => {
     const existing = vector.existing as { mode?: 'rotate' | 'in_place'; source?: string } | undefined;
@@ -45,7 +54,12 @@ describe('the data plane SQL functions', () => {
     if (existing) await store.createSession(db(), { sessionId, mode: existing.mode ?? 'rotate', source: existing.source });
     const before = await count(sql`select count(*) as n from lineages`);
     const error = await store
-      .createSession(db(), { sessionId, mode: (vector.mode as 'rotate') ?? 'rotate', source: vector.source as string | undefined, compactAtTokens: vector.compactAtTokens as number | undefined })
+      .createSession(db(), {
+        sessionId,
+        mode: (vector.mode as 'rotate') ?? 'rotate',
+        source: vector.source as string | undefined,
+        compactAtTokens: vector.compactAtTokens as number | undefined,
+      })
       .catch((e) => e);
     expect(error).toBeInstanceOf(ERROR_TYPES[vector.type as keyof typeof ERROR_TYPES]);
     expect(error.message).toBe(String(vector.message).replace(JSON.stringify(String(vector.sessionId)), JSON.stringify(sessionId)));
@@ -57,8 +71,14 @@ describe('the data plane SQL functions', () => {
     const cases = vectors('token-estimates.json').cases as Array<{ message: ChatMessage; tokens: number }>;
     const id = uniqueId('vec-tokens');
     await store.createSession(db(), { sessionId: id, mode: 'rotate' });
-    await store.appendMessages(db(), id, cases.map((c) => c.message));
-    const stored = (await db().execute(sql`select token_estimate as t from messages where session_id = ${id} order by seq`)).rows.map((r) => Number((r as { t: number }).t));
+    await store.appendMessages(
+      db(),
+      id,
+      cases.map((c) => c.message),
+    );
+    const stored = (await db().execute(sql`select token_estimate as t from messages where session_id = ${id} order by seq`)).rows.map((r) =>
+      Number((r as { t: number }).t),
+    );
     expect(stored).toEqual(cases.map((c) => c.tokens));
     expect(cases.map((c) => estimateTokens(c.message))).toEqual(cases.map((c) => c.tokens));
   });
@@ -78,8 +98,14 @@ describe('the data plane SQL functions', () => {
     // The unknown model's column is what session_append stores when it is given no counts.
     const id = uniqueId('vec-counts');
     await store.createSession(db(), { sessionId: id, mode: 'rotate', model: models[2] });
-    await store.appendMessages(db(), id, cases.map((c) => c.message));
-    const stored = (await db().execute(sql`select token_estimate as t from messages where session_id = ${id} order by seq`)).rows.map((r) => Number((r as { t: number }).t));
+    await store.appendMessages(
+      db(),
+      id,
+      cases.map((c) => c.message),
+    );
+    const stored = (await db().execute(sql`select token_estimate as t from messages where session_id = ${id} order by seq`)).rows.map((r) =>
+      Number((r as { t: number }).t),
+    );
     expect(stored).toEqual(cases.map((c) => c.tokens[models[2]]));
     // The vectors tell the encodings apart: a client that picked the wrong one would fail.
     expect(cases.some((c) => c.tokens[models[0]] !== c.tokens[models[1]])).toBe(true);
@@ -121,12 +147,16 @@ describe('the data plane SQL functions', () => {
     const id = uniqueId('vec-concurrent');
     await store.createSession(db(), { sessionId: id, mode: 'rotate' });
     const batches = Array.from({ length: 30 }, (_, i) => [{ role: 'user' as const, content: `message ${i}` }]);
-    const results = await Promise.all(batches.flatMap((batch, i) => [0, 1].map(() => store.appendMessages(db(), id, batch, undefined, undefined, { appendKey: `key-${i}` }))));
+    const results = await Promise.all(
+      batches.flatMap((batch, i) => [0, 1].map(() => store.appendMessages(db(), id, batch, undefined, undefined, { appendKey: `key-${i}` }))),
+    );
     expect(results.filter((r) => !r.replayed)).toHaveLength(30);
     const transcript = await store.headTranscript(db(), id);
     expect(transcript.messages.map((m) => m.content).sort()).toEqual(batches.map((b) => b[0].content).sort());
     expect(transcript.messages.map((m) => m.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
-    const lineageSeqs = (await db().execute(sql`select lineage_seq as s from messages where session_id = ${id} order by lineage_seq`)).rows.map((r) => Number((r as { s: number }).s));
+    const lineageSeqs = (await db().execute(sql`select lineage_seq as s from messages where session_id = ${id} order by lineage_seq`)).rows.map((r) =>
+      Number((r as { s: number }).s),
+    );
     expect(lineageSeqs).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
   });
 
@@ -136,9 +166,7 @@ describe('the data plane SQL functions', () => {
       const head = uniqueId('vec-compact');
       await stack().client.createSession({ sessionId: head });
       await stack().client.append(head, [{ role: 'user', content: 'hello' }]);
-      const request = Object.fromEntries(
-        Object.entries(vector.request).map(([k, v]) => [k, v === '$HEAD' ? head : v === '$1001' ? 'x'.repeat(1001) : v]),
-      );
+      const request = Object.fromEntries(Object.entries(vector.request).map(([k, v]) => [k, v === '$HEAD' ? head : v === '$1001' ? 'x'.repeat(1001) : v]));
       const handle = await stack().client.workflowHandle(head);
       const error = await handle.executeUpdate(compactUpdate, { args: [request as never] }).catch((e) => e);
       expect(error.cause).toMatchObject({ type: vector.type });

@@ -25,7 +25,9 @@ describe('deadlines', () => {
     stack().llm.script({ chunks: 12, chunkDelayMs: 500 }); // about 6 s of streaming
     const requestId = uniqueId('req');
     const started = Date.now();
-    const error = await stack().client.compact(id, { requestId, timeoutMs: 1000 }).catch((e: unknown) => e);
+    const error = await stack()
+      .client.compact(id, { requestId, timeoutMs: 1000 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(CallTimeoutError);
     expect(error).toMatchObject({ requestId });
     expect(Date.now() - started).toBeLessThan(5000); // it did not wait for the summary

@@ -24,11 +24,17 @@ const stack = useTestStack();
 
 describe('evolving the workflow with patched()', () => {
   it('a history recorded before the change replays on today code', async () => {
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, recorded(), 'rotation')).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, recorded(), 'rotation'),
+    ).resolves.toBeUndefined();
   });
 
   it('without the patch guard the same history fails to replay', async () => {
-    const code = await bundleWithout('unguarded', 'if (patched(PATCH_CLOSE_MARKS_LINEAGE)) await lineageActivities.markLineageClosed', 'await lineageActivities.markLineageClosed');
+    const code = await bundleWithout(
+      'unguarded',
+      'if (patched(PATCH_CLOSE_MARKS_LINEAGE)) await lineageActivities.markLineageClosed',
+      'await lineageActivities.markLineageClosed',
+    );
     await expect(Worker.runReplayHistory({ workflowBundle: { code } }, recorded(), 'rotation')).rejects.toThrow(/[Nn]ondeterminism/);
   });
 
@@ -50,7 +56,14 @@ describe('evolving the workflow with patched()', () => {
 });
 
 /** The ids of the patches a history's markers record. */
-function patchesOf(events: ReadonlyArray<{ markerRecordedEventAttributes?: { markerName?: string | null; details?: Record<string, { payloads?: Array<{ data?: Uint8Array | null }> | null }> | null } | null }>): string[] {
+function patchesOf(
+  events: ReadonlyArray<{
+    markerRecordedEventAttributes?: {
+      markerName?: string | null;
+      details?: Record<string, { payloads?: Array<{ data?: Uint8Array | null }> | null }> | null;
+    } | null;
+  }>,
+): string[] {
   return events
     .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
     .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0].data!).toString('utf8')).id);
@@ -67,7 +80,10 @@ async function bundleWithout(name: string, from: string, to: string): Promise<st
   const changed = source.replace(from, to);
   expect(changed).not.toBe(source);
   writeFileSync(file, changed);
-  const { code } = await bundleWorkflowCode({ workflowsPath: path.join(dir, 'src/workflows/index.ts'), logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: path.join(dir, 'src/workflows/index.ts'),
+    logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,
+  });
   return code;
 }
 
@@ -76,7 +92,9 @@ describe('the check-closed-at-start patch', () => {
   const before = () => historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, 'replay/fixed/v1-rotation.json'), 'utf8')));
 
   it('a history from before replays on today code, and fails to without the guard', async () => {
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, before(), 'v1-rotation')).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, before(), 'v1-rotation'),
+    ).resolves.toBeUndefined();
     const code = await bundleWithout('unguarded-closed-check', 'patched(PATCH_CHECK_CLOSED_AT_START) &&', 'true &&');
     await expect(Worker.runReplayHistory({ workflowBundle: { code } }, before(), 'v1-rotation')).rejects.toThrow(/[Nn]ondeterminism/);
   });
@@ -132,8 +150,14 @@ describe('the continue-as-new-under-load patch', () => {
     expect(patchesOf(events)).not.toContain(PATCH_CONTINUE_AS_NEW_UNDER_LOAD);
     expect(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
 
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, 'old-limit-with-queue')).resolves.toBeUndefined();
-    const unguarded = await bundleWithout('unguarded-continue-as-new-under-load', 'shouldContinueAsNew() && patched(PATCH_CONTINUE_AS_NEW_UNDER_LOAD)', 'shouldContinueAsNew()');
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, 'old-limit-with-queue'),
+    ).resolves.toBeUndefined();
+    const unguarded = await bundleWithout(
+      'unguarded-continue-as-new-under-load',
+      'shouldContinueAsNew() && patched(PATCH_CONTINUE_AS_NEW_UNDER_LOAD)',
+      'shouldContinueAsNew()',
+    );
     await expect(Worker.runReplayHistory({ workflowBundle: { code: unguarded } }, history, 'old-limit-with-queue')).rejects.toThrow(/[Nn]ondeterminism/);
   });
 });

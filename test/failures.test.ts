@@ -9,9 +9,9 @@ import { auditRows } from '../src/db/session-store';
 import { conversation, startTestStack, uniqueId, useTestStack } from './support/stack';
 
 const stack = useTestStack({
-    env: { COMPACTION_LEASE_TTL_MS: '3000', COMPACTION_MAX_ATTEMPTS: '3' },
-    settings: { retryInitialIntervalMs: 100, retryMaximumIntervalMs: 300 },
-  });
+  env: { COMPACTION_LEASE_TTL_MS: '3000', COMPACTION_MAX_ATTEMPTS: '3' },
+  settings: { retryInitialIntervalMs: 100, retryMaximumIntervalMs: 300 },
+});
 
 async function newSession(): Promise<{ root: string; before: unknown[] }> {
   const root = uniqueId('f');

@@ -145,8 +145,22 @@ describe('docs/invariants.md', () => {
     const promises = report.sections;
     expect(promises.length).toBeGreaterThanOrEqual(10);
     expect(promises.filter((p) => p.mechanisms === 0 || p.tests === 0)).toEqual([]);
-    for (const promise of ['No fork', 'Nothing lost', 'No double run', 'The lease', 'Fencing', 'Stale adoption', 'The valid head', 'Lasting answers', 'Closed lineages stay closed', 'Append keys']) {
-      expect(promises.map((p) => p.title).some((t) => t.startsWith(promise)), promise).toBe(true);
+    for (const promise of [
+      'No fork',
+      'Nothing lost',
+      'No double run',
+      'The lease',
+      'Fencing',
+      'Stale adoption',
+      'The valid head',
+      'Lasting answers',
+      'Closed lineages stay closed',
+      'Append keys',
+    ]) {
+      expect(
+        promises.map((p) => p.title).some((t) => t.startsWith(promise)),
+        promise,
+      ).toBe(true);
     }
     expect(report.names).toBeGreaterThan(100);
     expect(report.titles).toBeGreaterThan(50);
@@ -177,7 +191,9 @@ describe('the checker itself', () => {
   const checkWith = (doc: string) => checkDoc(doc, { exists: (file) => file in files, read: (file) => files[file] });
 
   it('passes a true map', () => {
-    expect(checkWith('## P\n- mechanism: `src/a.ts` `commitCompaction`\n- test: `test/a.test.ts` "keeps the lease"; "the retry\'s commit"').problems).toEqual([]);
+    expect(checkWith('## P\n- mechanism: `src/a.ts` `commitCompaction`\n- test: `test/a.test.ts` "keeps the lease"; "the retry\'s commit"').problems).toEqual(
+      [],
+    );
   });
 
   it('fails on a renamed function, a partial word, a name left only in a comment, a renamed test, a string that is not a test, a missing file', () => {

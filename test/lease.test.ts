@@ -98,7 +98,7 @@ describe('the summariser lease', () => {
     expect(await s.client.audit()).toMatchObject({ forks: 0, orphans: 0 });
   });
 
-  it('an attempt frozen before its first write past the TTL writes nothing when it wakes; callers get the retry\'s commit', async () => {
+  it("an attempt frozen before its first write past the TTL writes nothing when it wakes; callers get the retry's commit", async () => {
     // A frozen worker may also hold a later attempt it had polled for: leave room for retries.
     stack = await startTestStack({ env: { COMPACTION_LEASE_TTL_MS: String(TTL_MS) }, noWorker: true, settings: { maxAttempts: 10 } });
     const s = stack;

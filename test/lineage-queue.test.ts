@@ -14,7 +14,12 @@ const gen = (n: number) => (n === 0 ? ROOT : `${ROOT}--g${n}`);
 let ids = 0;
 const newId = () => `generated-${++ids}`;
 const jobId = (n: number) => `job-${n}`;
-const compacted = (q: LineageQueue): Answer => ({ outcome: 'compacted', sessionId: gen(q.generation + 1), previousSessionId: q.head, generation: q.generation + 1 });
+const compacted = (q: LineageQueue): Answer => ({
+  outcome: 'compacted',
+  sessionId: gen(q.generation + 1),
+  previousSessionId: q.head,
+  generation: q.generation + 1,
+});
 
 describe('LineageQueue rules', () => {
   it('runs a request for the head as a job, and answers it with the job answer', () => {
@@ -145,7 +150,13 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
     }),
   },
   { weight: 3, arbitrary: fc.constant({ kind: 'start' as const }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('finish' as const), outcome: fc.constantFrom('compacted' as const, 'refused' as const, 'aborted' as const, 'aborted-adopting-commit' as const, 'stale-elsewhere' as const) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('finish' as const),
+      outcome: fc.constantFrom('compacted' as const, 'refused' as const, 'aborted' as const, 'aborted-adopting-commit' as const, 'stale-elsewhere' as const),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'continueAsNew' as const }) },
 );
 
@@ -172,7 +183,8 @@ function drive(steps: Step[]) {
       if (!answer) continue;
       const first = firstAnswer.get(id);
       if (!first) firstAnswer.set(id, answer);
-      else if (JSON.stringify(first) !== JSON.stringify(answer)) violations.push(`${id} answered twice: ${JSON.stringify(first)} then ${JSON.stringify(answer)}`);
+      else if (JSON.stringify(first) !== JSON.stringify(answer))
+        violations.push(`${id} answered twice: ${JSON.stringify(first)} then ${JSON.stringify(answer)}`);
     }
   };
   const start = () => {

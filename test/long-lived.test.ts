@@ -12,7 +12,8 @@ const stack = useTestStack();
 
 async function runsOf(lineageId: string): Promise<Array<{ runId: string; status: string }>> {
   const runs: Array<{ runId: string; status: string }> = [];
-  for await (const wf of stack().temporal.workflow.list({ query: `WorkflowId = '${lineageWorkflowId(lineageId)}'` })) runs.push({ runId: wf.runId, status: wf.status.name });
+  for await (const wf of stack().temporal.workflow.list({ query: `WorkflowId = '${lineageWorkflowId(lineageId)}'` }))
+    runs.push({ runId: wf.runId, status: wf.status.name });
   return runs;
 }
 
@@ -61,7 +62,8 @@ describe('continue-as-new', () => {
       expect(runs.length).toBeGreaterThanOrEqual(4);
       expect(runs.filter((r) => r.status === 'RUNNING')).toHaveLength(1);
       // Each request id appears in exactly one audit row; eight compactions, eight generations.
-      const rows = (await stack().db.db.execute(sql`select request_ids, outcome, generation from compactions where lineage_id = ${root} order by started_at`)).rows as Array<{ request_ids: string[]; outcome: string; generation: number }>;
+      const rows = (await stack().db.db.execute(sql`select request_ids, outcome, generation from compactions where lineage_id = ${root} order by started_at`))
+        .rows as Array<{ request_ids: string[]; outcome: string; generation: number }>;
       const ids = rows.flatMap((r) => r.request_ids);
       expect(new Set(ids).size).toBe(ids.length);
       expect(rows.filter((r) => r.outcome === 'compacted').map((r) => r.generation)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);

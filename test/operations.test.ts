@@ -41,7 +41,9 @@ describe('sessions doctor', () => {
     stack = await startTestStack({ noWorker: true });
     stack.llm.script({ status: 401 });
     const closedPort = await freePort();
-    const checks = await runDoctor(loadConfig({ ...stack.env, DATABASE_URL: `postgres://postgres:postgres@127.0.0.1:${closedPort}/nothing`, TEMPORAL_TASK_QUEUE: 'nobody-polls-this' }));
+    const checks = await runDoctor(
+      loadConfig({ ...stack.env, DATABASE_URL: `postgres://postgres:postgres@127.0.0.1:${closedPort}/nothing`, TEMPORAL_TASK_QUEUE: 'nobody-polls-this' }),
+    );
     const byName = Object.fromEntries(checks.map((c) => [c.name, c]));
     expect(byName.postgres).toMatchObject({ ok: false, detail: expect.stringMatching(/cannot connect to Postgres at 127\.0\.0\.1:\d+\/nothing/) });
     expect(byName.worker).toMatchObject({ ok: false, detail: expect.stringMatching(/no worker polls task queue nobody-polls-this/) });

@@ -23,7 +23,10 @@ const stack = useTestStack();
 
 async function sessions(args: string[], env: Record<string, string> = {}) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [path.join(PROJECT_ROOT, 'bin/sessions.js'), ...args], { env: { ...process.env, ...stack().env, ...env }, cwd: PROJECT_ROOT });
+    const { stdout, stderr } = await run(process.execPath, [path.join(PROJECT_ROOT, 'bin/sessions.js'), ...args], {
+      env: { ...process.env, ...stack().env, ...env },
+      cwd: PROJECT_ROOT,
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -68,7 +71,12 @@ describe('progress of a running compaction', () => {
     Object.assign(process.env, stack().env);
     let code: number;
     try {
-      code = await main(['compact', id], (t) => out.push(t), () => undefined, { write: (l) => lines.push(l), clear: () => cleared++ });
+      code = await main(
+        ['compact', id],
+        (t) => out.push(t),
+        () => undefined,
+        { write: (l) => lines.push(l), clear: () => cleared++ },
+      );
     } finally {
       for (const key of Object.keys(stack().env)) if (saved[key] === undefined) delete process.env[key];
       Object.assign(process.env, saved);
@@ -92,12 +100,21 @@ describe('progress of a running compaction', () => {
   it('reads both heartbeat shapes, and formats them', () => {
     const now = Date.parse('2026-01-01T00:00:10Z');
     const started = new Date('2026-01-01T00:00:00Z');
-    const old = progressFromPendingActivity({ activityType: 'compactSession', details: { phase: 'summarising', messages: 30, chunks: 12 }, attempt: 2, maximumAttempts: 5, lastStartedTime: started }, now);
+    const old = progressFromPendingActivity(
+      { activityType: 'compactSession', details: { phase: 'summarising', messages: 30, chunks: 12 }, attempt: 2, maximumAttempts: 5, lastStartedTime: started },
+      now,
+    );
     expect(old).toMatchObject({ phase: 'summarising', messages: 30, streamedChars: 12, elapsedMs: 10_000, attempt: 2 });
     expect(formatProgress(old)).toBe('summarising, 30 message(s), 12 streamed, 10.0 s (attempt 2/5)');
-    const rich = progressFromPendingActivity({ activityType: 'compactSession', details: { phase: 'summarising', chunk: 2, chunks: 5, streamedChars: 900, elapsedMs: 4200 }, attempt: 1 }, now);
+    const rich = progressFromPendingActivity(
+      { activityType: 'compactSession', details: { phase: 'summarising', chunk: 2, chunks: 5, streamedChars: 900, elapsedMs: 4200 }, attempt: 1 },
+      now,
+    );
     expect(formatProgress(rich)).toBe('summarising chunk 2/5, 900 streamed, 4.2 s');
-    const committing = progressFromPendingActivity({ activityType: 'compactSession', details: { phase: 'committing', chunks: 3, elapsedMs: 5000 }, attempt: 1 }, now);
+    const committing = progressFromPendingActivity(
+      { activityType: 'compactSession', details: { phase: 'committing', chunks: 3, elapsedMs: 5000 }, attempt: 1 },
+      now,
+    );
     expect(committing).toMatchObject({ phase: 'committing', chunks: 3, elapsedMs: 5000 });
     expect(committing!.streamedChars).toBeUndefined();
     expect(formatProgress(committing)).toBe('committing, 5.0 s');
@@ -121,24 +138,49 @@ describe('per-lineage commands', () => {
 
     const audit = await sessions(['audit', id, '--json'], down);
     expect(audit.code).toBe(0);
-    expect(JSON.parse(audit.stdout)).toMatchObject({ lineageId: id, sessions: 2, lineages: 1, compactions: 1, forks: 0, orphans: 0, lostMessages: 0, duplicatedMessages: 0, sequenceGaps: 0 });
+    expect(JSON.parse(audit.stdout)).toMatchObject({
+      lineageId: id,
+      sessions: 2,
+      lineages: 1,
+      compactions: 1,
+      forks: 0,
+      orphans: 0,
+      lostMessages: 0,
+      duplicatedMessages: 0,
+      sequenceGaps: 0,
+    });
     const whole = await sessions(['audit', '--json'], down);
     expect(whole.code).toBe(0);
     expect(JSON.parse(whole.stdout).sessions).toBeGreaterThanOrEqual(2);
 
     const list = await sessions(['list', '--source', 'teams', '--json'], down);
     expect(list.code).toBe(0);
-    expect(JSON.parse(list.stdout).lineages).toEqual([expect.objectContaining({ lineageId: id, headSessionId: `${id}--g1`, source: 'teams', lastOutcome: 'compacted', closed: false })]);
+    expect(JSON.parse(list.stdout).lineages).toEqual([
+      expect.objectContaining({ lineageId: id, headSessionId: `${id}--g1`, source: 'teams', lastOutcome: 'compacted', closed: false }),
+    ]);
 
     const history = await sessions(['history', `${id}--g1`, '--json'], down);
     expect(history.code).toBe(0);
     const [row] = JSON.parse(history.stdout).compactions;
-    expect(row).toMatchObject({ outcome: 'compacted', parentSessionId: id, childSessionId: `${id}--g1`, attempts: 1, trigger: 'update', tokensBefore: expect.any(Number), tokensAfter: expect.any(Number), durationMs: expect.any(Number) });
+    expect(row).toMatchObject({
+      outcome: 'compacted',
+      parentSessionId: id,
+      childSessionId: `${id}--g1`,
+      attempts: 1,
+      trigger: 'update',
+      tokensBefore: expect.any(Number),
+      tokensAfter: expect.any(Number),
+      durationMs: expect.any(Number),
+    });
     expect(row.tokensAfter).toBeLessThan(row.tokensBefore);
     const human = await sessions(['history', id], down);
     expect(human.stdout).toMatch(/compacted .* -> .*--g1 .* attempts 1/);
 
-    for (const args of [['transcript', id, '--json'], ['lineage', id, '--json']]) expect((await sessions(args, down)).code, args[0]).toBe(0);
+    for (const args of [
+      ['transcript', id, '--json'],
+      ['lineage', id, '--json'],
+    ])
+      expect((await sessions(args, down)).code, args[0]).toBe(0);
     expect((await sessions(['history', 'nobody-here', '--json'], down)).code).toBe(2);
   });
 
@@ -200,7 +242,8 @@ describe('operator surfaces are safe by default', () => {
     const server = createCodecServer(codec, { corsOrigins: [origin], authToken: 'secret-token', maxBodyBytes: 4096 });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const post = (route: string, headers: Record<string, string>, payloadBody = body) => fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payloadBody });
+    const post = (route: string, headers: Record<string, string>, payloadBody = body) =>
+      fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payloadBody });
     try {
       const ok = await post('/decode', { origin, authorization: 'Bearer secret-token' });
       expect(ok.status).toBe(200);
@@ -235,7 +278,13 @@ describe('operator surfaces are safe by default', () => {
 
   it('refuses codec keys with a duplicate id at start', () => {
     expect(() => parseEncryptionKeys(`${key('k1')},${key('k1')}`)).toThrow(/key id "k1" twice/);
-    expect(() => new AesGcmPayloadCodec([{ id: 'x', key: randomBytes(32) }, { id: 'x', key: randomBytes(32) }])).toThrow(/own id/);
+    expect(
+      () =>
+        new AesGcmPayloadCodec([
+          { id: 'x', key: randomBytes(32) },
+          { id: 'x', key: randomBytes(32) },
+        ]),
+    ).toThrow(/own id/);
   });
 
   it('binds the inspector and the metrics endpoint to 127.0.0.1 unless told otherwise', () => {

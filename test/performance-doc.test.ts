@@ -31,7 +31,10 @@ function figuresOfResults(markdown: string): Array<{ row: string; figure: string
   const figures: Array<{ row: string; figure: string }> = [];
   for (const line of section.split('\n')) {
     if (!line.startsWith('|') || /^\|\s*-/.test(line)) continue;
-    const cells = line.split('|').slice(1, -1).map((c) => c.trim());
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim());
     for (const cell of cells.slice(1)) {
       // A thousands separator is a display choice: 10,000 is 10000.
       for (const m of cell.replace(/(\d),(\d{3})/g, '$1$2').matchAll(/-?\d+(?:\.\d+)?/g)) figures.push({ row: cells[0], figure: m[0] });

@@ -13,8 +13,12 @@ import { PATCH_CHECK_CLOSED_AT_START, PATCH_CONTINUE_AS_NEW_UNDER_LOAD } from '.
 const HISTORIES_DIR = path.resolve(__dirname, 'replay/histories');
 /** Histories from older workflow code, never re-recorded (see test/evolution.test.ts). */
 const FIXED_DIR = path.resolve(__dirname, 'replay/fixed');
-const files = readdirSync(HISTORIES_DIR).filter((f) => f.endsWith('.json')).sort();
-const fixed = readdirSync(FIXED_DIR).filter((f) => f.endsWith('.json')).sort();
+const files = readdirSync(HISTORIES_DIR)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
+const fixed = readdirSync(FIXED_DIR)
+  .filter((f) => f.endsWith('.json'))
+  .sort();
 
 describe('replay of recorded session workflow histories', () => {
   // Each significant path, proven by what its recorded history holds (not by its file name).
@@ -86,10 +90,13 @@ describe('replay of recorded session workflow histories', () => {
     paths[file](load(file));
   });
 
-  it.each([...files.map((f) => path.join(HISTORIES_DIR, f)), ...fixed.map((f) => path.join(FIXED_DIR, f))])('%s replays without nondeterminism', async (file) => {
-    const history = historyFromJSON(JSON.parse(readFileSync(file, 'utf8')));
-    await expect(
-      Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, path.basename(file, '.json')),
-    ).resolves.toBeUndefined();
-  });
+  it.each([...files.map((f) => path.join(HISTORIES_DIR, f)), ...fixed.map((f) => path.join(FIXED_DIR, f))])(
+    '%s replays without nondeterminism',
+    async (file) => {
+      const history = historyFromJSON(JSON.parse(readFileSync(file, 'utf8')));
+      await expect(
+        Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, path.basename(file, '.json')),
+      ).resolves.toBeUndefined();
+    },
+  );
 });

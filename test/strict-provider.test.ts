@@ -38,7 +38,10 @@ describe('the strict provider validates like the OpenAI chat API', () => {
       "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: call_1",
     );
     // Parallel calls, partly answered, then a user message.
-    expect(ask(user(), assistantCalls('a', 'b', 'c'), result('b'), user('next'))).toMatchObject({ message: `${CALL_WITHOUT_RESULT}a, c`, param: 'messages.[1].role' });
+    expect(ask(user(), assistantCalls('a', 'b', 'c'), result('b'), user('next'))).toMatchObject({
+      message: `${CALL_WITHOUT_RESULT}a, c`,
+      param: 'messages.[1].role',
+    });
     // The result exists but comes after another message: it does not count.
     expect(ask(user(), assistantCalls('a'), { role: 'assistant', content: 'hm' }, result('a'))?.message).toBe(`${CALL_WITHOUT_RESULT}a`);
   });
@@ -103,7 +106,13 @@ describe('the strict provider over HTTP, through the real openai client', () => 
 
   it('answers a rejected transcript with HTTP 400 and records the rejection', async () => {
     const error = await openai.chat.completions
-      .create({ model: 'agent-model', messages: [{ role: 'user', content: 'hi' }, { role: 'tool', tool_call_id: 'x', content: 'orphan' }] })
+      .create({
+        model: 'agent-model',
+        messages: [
+          { role: 'user', content: 'hi' },
+          { role: 'tool', tool_call_id: 'x', content: 'orphan' },
+        ],
+      })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.BadRequestError);
     expect((error as InstanceType<typeof OpenAI.BadRequestError>).status).toBe(400);
@@ -125,12 +134,12 @@ describe('the strict provider over HTTP, through the real openai client', () => 
       ...calls.map((c) => ({ role: 'tool' as const, tool_call_id: c.id, content: 'ok' })),
     ];
     const streamed = await openai.chat.completions.stream({ model: 'agent-model', messages }).finalChatCompletion();
-    expect(streamed.choices[0].message).toEqual(
-      expect.objectContaining({ role: 'assistant' }),
-    );
+    expect(streamed.choices[0].message).toEqual(expect.objectContaining({ role: 'assistant' }));
     const reply = provider.agentReplies.at(-1)!;
     if (reply.kind === 'tool_calls') {
-      expect(streamed.choices[0].message.tool_calls?.map((c) => (c as { id: string; function: unknown }).function)).toEqual(reply.toolCalls.map((c) => c.function));
+      expect(streamed.choices[0].message.tool_calls?.map((c) => (c as { id: string; function: unknown }).function)).toEqual(
+        reply.toolCalls.map((c) => c.function),
+      );
     } else {
       expect(streamed.choices[0].message.content).toBe(reply.content);
     }

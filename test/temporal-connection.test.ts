@@ -59,7 +59,9 @@ describe('connection options from the environment', () => {
   });
 
   it('refuses contradictory or half settings, naming the variable', () => {
-    expect(() => loadTemporalSecurity({ TEMPORAL_TLS_CLIENT_CERT_PATH: pki.clientCert })).toThrow(/both TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH/);
+    expect(() => loadTemporalSecurity({ TEMPORAL_TLS_CLIENT_CERT_PATH: pki.clientCert })).toThrow(
+      /both TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH/,
+    );
     expect(() => loadTemporalSecurity({ TEMPORAL_TLS: 'false', TEMPORAL_API_KEY: 'k' })).toThrow(/TEMPORAL_TLS=false contradicts/);
     expect(() => loadTemporalSecurity({ TEMPORAL_TLS: 'maybe' })).toThrow(/TEMPORAL_TLS must be true or false/);
     const missing = loadConfig({ TEMPORAL_TLS_SERVER_CA_CERT_PATH: path.join(pki.dir, 'nope.crt') }).temporal;

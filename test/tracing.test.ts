@@ -57,8 +57,20 @@ describe('tracing', () => {
     };
     // Every span but the client's call has its parent in the same trace.
     for (const span of trace) if (span !== root()) expect(parentOf(span), span.name).toBeDefined();
-    expect(chain('llm.summarise')).toEqual(['UpdateWithStartWorkflow:compact', 'RunWorkflow:sessionLineageWorkflow', 'StartActivity:compactSession', 'RunActivity:compactSession', 'llm.summarise']);
-    expect(chain('db.commit')).toEqual(['UpdateWithStartWorkflow:compact', 'RunWorkflow:sessionLineageWorkflow', 'StartActivity:compactSession', 'RunActivity:compactSession', 'db.commit']);
+    expect(chain('llm.summarise')).toEqual([
+      'UpdateWithStartWorkflow:compact',
+      'RunWorkflow:sessionLineageWorkflow',
+      'StartActivity:compactSession',
+      'RunActivity:compactSession',
+      'llm.summarise',
+    ]);
+    expect(chain('db.commit')).toEqual([
+      'UpdateWithStartWorkflow:compact',
+      'RunWorkflow:sessionLineageWorkflow',
+      'StartActivity:compactSession',
+      'RunActivity:compactSession',
+      'db.commit',
+    ]);
     expect(trace.find((s) => s.name === 'llm.summarise')!.attributes).toMatchObject({ 'llm.model': 'fake-model', 'llm.prompt_tokens': 100 });
     // The LLM call really happened inside that span.
     expect(stack.llm.requests.length).toBe(1);

@@ -19,7 +19,10 @@ const rowsOf = async (query: ReturnType<typeof sql>) => (await stack().db.db.exe
 describe('transcripts stay out of workflow history', () => {
   it('a 10,000-message session compacts with the same history size as a 100-message one', async () => {
     const sizes: number[] = [];
-    for (const [id, count] of [['size-a', 100], ['size-b', 10_000]] as const) {
+    for (const [id, count] of [
+      ['size-a', 100],
+      ['size-b', 10_000],
+    ] as const) {
       await stack().client.createSession({ sessionId: id });
       const all = Array.from({ length: count }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: `message ${i}: ${'lorem ipsum '.repeat(6)}` }));
       for (let i = 0; i < all.length; i += 1000) await stack().client.append(id, all.slice(i, i + 1000));
@@ -40,7 +43,10 @@ async function appendWhileCompacting(root: string, compactions: number, ledger: 
   const writer = async (w: number) => {
     for (let n = 0; writing; n++) {
       const marker = `w${w}-${n}`;
-      const batch = [{ role: 'user', content: `${marker} please continue` }, { role: 'assistant', content: `ack ${marker}` }];
+      const batch = [
+        { role: 'user', content: `${marker} please continue` },
+        { role: 'assistant', content: `ack ${marker}` },
+      ];
       ledger.record(root, batch, await stack().client.append(root, batch));
       acked.push(marker);
     }
@@ -92,7 +98,9 @@ describe('no lost write', () => {
     expect(committed).toBe(6);
     expect(acked.length).toBeGreaterThan(20);
     // The watermark path was exercised: some commit carried appends made during its summary.
-    const carried = await rowsOf(sql`select count(*)::int as n from messages m join sessions s on s.id = m.session_id where s.lineage_id = ${root} and m.origin_message_id is not null`);
+    const carried = await rowsOf(
+      sql`select count(*)::int as n from messages m join sessions s on s.id = m.session_id where s.lineage_id = ${root} and m.origin_message_id is not null`,
+    );
     expect(carried[0].n).toBeGreaterThan(0);
     await expectNothingLost(root, acked, ledger);
   });
@@ -134,7 +142,9 @@ describe('the test ledger itself', () => {
         (r) => expect(r.duplicated).toHaveLength(1),
       );
       await withFault(`update messages set content = '"tampered"' where session_id = $1 and seq = ${last}`, (r) => expect(r.altered).toHaveLength(1));
-      await withFault(`update compactions set summarised_to_seq = summarised_from_seq - 1 where child_session_id = $1`, (r) => expect(r.lost).toHaveLength(clean.summarised));
+      await withFault(`update compactions set summarised_to_seq = summarised_from_seq - 1 where child_session_id = $1`, (r) =>
+        expect(r.lost).toHaveLength(clean.summarised),
+      );
       await withFault('select $1::text', (r) => expect(r.unseenBySummariser.length).toBeGreaterThan(0), { prompts: [] });
     } finally {
       client.release();
@@ -165,7 +175,13 @@ describe('in-place mode', () => {
     await stack().client.createSession({ sessionId: id, mode: 'in_place' });
     await stack().client.append(id, conversation(6));
     const job = { jobId: `${id}/retry-test`, lineageId: id, parentSessionId: id, generation: 0, requestIds: ['r'], trigger: 'update' };
-    const input = { job, mode: 'in_place' as const, watermarkSeq: 5, compacted: [{ message: { role: 'user' as const, content: 'compacted' }, tokens: 10 }], stats: { tokensBefore: 100, messagesBefore: 25 } };
+    const input = {
+      job,
+      mode: 'in_place' as const,
+      watermarkSeq: 5,
+      compacted: [{ message: { role: 'user' as const, content: 'compacted' }, tokens: 10 }],
+      stats: { tokensBefore: 100, messagesBefore: 25 },
+    };
     const first = await commitCompaction(stack().db.db, input);
     const count = async () => (await rowsOf(sql`select count(*)::int as n from messages where session_id = ${id}`))[0].n;
     const rowsAfterFirst = await count();
@@ -188,7 +204,10 @@ describe('validation', () => {
   it('a batch with one bad message writes nothing; an unknown session is not found', async () => {
     const id = uniqueId('v');
     await stack().client.createSession({ sessionId: id });
-    const batch = [{ role: 'user', content: 'fine' }, { role: 'tool', content: 'no call id' }];
+    const batch = [
+      { role: 'user', content: 'fine' },
+      { role: 'tool', content: 'no call id' },
+    ];
     await expect(stack().client.append(id, batch)).rejects.toMatchObject({ name: 'InvalidInputError', field: 'messages[1].tool_call_id' });
     expect((await stack().client.transcript(id)).messages).toEqual([]);
     await expect(stack().client.append('nobody', [{ role: 'user', content: 'x' }])).rejects.toBeInstanceOf(SessionNotFoundError);
@@ -206,7 +225,9 @@ describe('the audit', () => {
     await stack().llm.waitForRequests(1);
     await stack().client.append(root, [{ role: 'user', content: 'sent during the summary' }]);
     const { sessionId: head } = await pending;
-    const [copy] = await rowsOf(sql`select id from messages where session_id = ${head} and content = '"sent during the summary"'::jsonb and origin_message_id is not null`);
+    const [copy] = await rowsOf(
+      sql`select id from messages where session_id = ${head} and content = '"sent during the summary"'::jsonb and origin_message_id is not null`,
+    );
     expect(copy).toBeDefined();
     // The system prompt, kept verbatim at the head of the new session.
     const [kept] = await rowsOf(sql`select id from messages where session_id = ${head} and lineage_seq = 1`);
@@ -230,7 +251,10 @@ describe('the audit', () => {
   it('counts a keyed batch stored twice, and a resent keyed batch is stored once', async () => {
     const id = uniqueId('key');
     await stack().client.createSession({ sessionId: id });
-    const batch = [{ role: 'user', content: 'keyed one' }, { role: 'assistant', content: 'keyed two' }];
+    const batch = [
+      { role: 'user', content: 'keyed one' },
+      { role: 'assistant', content: 'keyed two' },
+    ];
     const first = await stack().client.append(id, batch, { appendKey: 'batch-1' });
     const again = await stack().client.append(id, batch, { appendKey: 'batch-1' }); // a resend after a lost answer
     expect(again).toMatchObject({ lastLineageSeq: first.lastLineageSeq, replayed: true });

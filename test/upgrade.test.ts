@@ -56,7 +56,9 @@ function oldMigrationsFolder(): string {
 async function schemaOf(pool: Pool) {
   const q = async (text: string) => (await pool.query(text)).rows;
   return {
-    columns: await q(`select table_name, column_name, data_type, is_nullable, column_default from information_schema.columns where table_schema = 'public' order by 1, 2`),
+    columns: await q(
+      `select table_name, column_name, data_type, is_nullable, column_default from information_schema.columns where table_schema = 'public' order by 1, 2`,
+    ),
     indexes: await q(`select indexname, indexdef from pg_indexes where schemaname = 'public' order by 1`),
     constraints: await q(`select conname, pg_get_constraintdef(oid) as def from pg_constraint where connamespace = 'public'::regnamespace order by 1`),
     triggers: await q(`select tgname, pg_get_triggerdef(oid) as def from pg_trigger where not tgisinternal order by 1`),
@@ -68,7 +70,12 @@ type Message = Record<string, unknown>;
 const tokensOf = (m: Message) => Math.ceil(JSON.stringify(m).length / 4);
 
 /** Inserts rows the way the 0002-era code wrote them; returns their ids. */
-async function insertRows(pool: Pool, sessionId: string, firstSeq: number, rows: Array<{ m: Message; lineageSeq?: number; origin?: number; by?: string }>): Promise<number[]> {
+async function insertRows(
+  pool: Pool,
+  sessionId: string,
+  firstSeq: number,
+  rows: Array<{ m: Message; lineageSeq?: number; origin?: number; by?: string }>,
+): Promise<number[]> {
   const ids: number[] = [];
   for (const [i, r] of rows.entries()) {
     const { rows: inserted } = await pool.query<{ id: string }>(
@@ -99,7 +106,10 @@ async function newLineage(pool: Pool, id: string, mode: 'rotate' | 'in_place') {
 }
 
 const headTokens = (pool: Pool, session: string) =>
-  pool.query(`update lineages set head_tokens = (select coalesce(sum(token_estimate), 0) from messages where session_id = $1 and archived_at is null) where head_session_id = $1`, [session]);
+  pool.query(
+    `update lineages set head_tokens = (select coalesce(sum(token_estimate), 0) from messages where session_id = $1 and archived_at is null) where head_session_id = $1`,
+    [session],
+  );
 
 describe('upgrading a database filled at migration 0002', () => {
   it('migrates to the newest schema with nothing lost; open workflows, appends and compactions go on', async () => {
@@ -118,7 +128,12 @@ describe('upgrading a database filled at migration 0002', () => {
     const rot = uniqueId('up-rot');
     const rotChild = childSessionId(rot, 1);
     await newLineage(pool, rot, 'rotate');
-    const parentIds = await insertRows(pool, rot, 1, convo.map((m, i) => ({ m, lineageSeq: i + 1 })));
+    const parentIds = await insertRows(
+      pool,
+      rot,
+      1,
+      convo.map((m, i) => ({ m, lineageSeq: i + 1 })),
+    );
     ledger.record(rot, convo, { lastLineageSeq: 49, count: 49 });
     const job1 = `legacy/${rot}/1`;
     await pool.query(`insert into sessions (id, lineage_id, parent_session_id, generation) values ($1, $2, $2, 1)`, [rotChild, rot]);
@@ -133,7 +148,12 @@ describe('upgrading a database filled at migration 0002', () => {
       { role: 'user', content: 'Request 12: now document the parser.' },
       { role: 'assistant', content: 'The parser is documented.' },
     ];
-    await insertRows(pool, rotChild, 11, afterCommit.map((m, i) => ({ m, lineageSeq: 50 + i })));
+    await insertRows(
+      pool,
+      rotChild,
+      11,
+      afterCommit.map((m, i) => ({ m, lineageSeq: 50 + i })),
+    );
     ledger.record(rot, afterCommit, { lastLineageSeq: 51, count: 2 });
     await pool.query(`update lineages set head_session_id = $2, generation = 1, appended_count = 51 where id = $1`, [rot, rotChild]);
     await headTokens(pool, rotChild);
@@ -147,7 +167,12 @@ describe('upgrading a database filled at migration 0002', () => {
     // 2. Never compacted.
     const plain = uniqueId('up-plain');
     await newLineage(pool, plain, 'rotate');
-    await insertRows(pool, plain, 1, convo.map((m, i) => ({ m, lineageSeq: i + 1 })));
+    await insertRows(
+      pool,
+      plain,
+      1,
+      convo.map((m, i) => ({ m, lineageSeq: i + 1 })),
+    );
     ledger.record(plain, convo, { lastLineageSeq: 49, count: 49 });
     await pool.query(`update lineages set appended_count = 49 where id = $1`, [plain]);
     await headTokens(pool, plain);
@@ -156,7 +181,12 @@ describe('upgrading a database filled at migration 0002', () => {
     const inPlace = uniqueId('up-inplace');
     const job3 = `legacy/${inPlace}/1`;
     await newLineage(pool, inPlace, 'in_place');
-    await insertRows(pool, inPlace, 1, convo.map((m, i) => ({ m, lineageSeq: i + 1 })));
+    await insertRows(
+      pool,
+      inPlace,
+      1,
+      convo.map((m, i) => ({ m, lineageSeq: i + 1 })),
+    );
     ledger.record(inPlace, convo, { lastLineageSeq: 49, count: 49 });
     await pool.query(`update messages set archived_at = now(), archived_by_compaction = $2 where session_id = $1`, [inPlace, job3]);
     await insertRows(pool, inPlace, 50, [
@@ -164,7 +194,12 @@ describe('upgrading a database filled at migration 0002', () => {
       { m: summaryMessage('Legacy in-place summary of modules 0 to 10.') as unknown as Message, by: job3 },
       ...convo.slice(45, 49).map((m) => ({ m, by: job3 })),
     ]);
-    await insertRows(pool, inPlace, 56, afterCommit.map((m, i) => ({ m, lineageSeq: 50 + i })));
+    await insertRows(
+      pool,
+      inPlace,
+      56,
+      afterCommit.map((m, i) => ({ m, lineageSeq: 50 + i })),
+    );
     ledger.record(inPlace, afterCommit, { lastLineageSeq: 51, count: 2 });
     await pool.query(`update sessions set generation = 1 where id = $1`, [inPlace]);
     await pool.query(`update lineages set generation = 1, appended_count = 51 where id = $1`, [inPlace]);
@@ -181,7 +216,13 @@ describe('upgrading a database filled at migration 0002', () => {
     // and a summary runs until the worker shuts down (it is retried after the upgrade).
     const { workflowBundlePath, temporalAddress } = inject('stack');
     const settings = { ...DEFAULT_LINEAGE_SETTINGS, leaseTtlMs: 3000, retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000 };
-    const inputOf = (lineageId: string, head: string, generation: number): SessionLineageInput => ({ lineageId, headSessionId: head, generation, mode: 'rotate', settings });
+    const inputOf = (lineageId: string, head: string, generation: number): SessionLineageInput => ({
+      lineageId,
+      headSessionId: head,
+      generation,
+      mode: 'rotate',
+      settings,
+    });
     const connection = await NativeConnection.connect({ address: temporalAddress });
     try {
       const oldWorker = await Worker.create({
@@ -193,7 +234,10 @@ describe('upgrading a database filled at migration 0002', () => {
         shutdownGraceTime: '1s',
       });
       const running = oldWorker.run();
-      for (const [lineage, head, generation] of [[rot, rotChild, 1], [plain, plain, 0]] as const) {
+      for (const [lineage, head, generation] of [
+        [rot, rotChild, 1],
+        [plain, plain, 0],
+      ] as const) {
         await stack().temporal.workflow.signalWithStart('sessionLineageWorkflow', {
           workflowId: lineageWorkflowId(lineage),
           taskQueue: stack().config.temporal.taskQueue,
@@ -233,11 +277,18 @@ describe('upgrading a database filled at migration 0002', () => {
     // they scheduled before the upgrade.
     await stack().startWorker();
     expect(await stack().client.waitForResult(rot, 'before-upgrade')).toMatchObject({ outcome: 'compacted', sessionId: childSessionId(rot, 2), generation: 2 });
-    expect(await stack().client.waitForResult(plain, 'before-upgrade')).toMatchObject({ outcome: 'compacted', sessionId: childSessionId(plain, 1), generation: 1 });
+    expect(await stack().client.waitForResult(plain, 'before-upgrade')).toMatchObject({
+      outcome: 'compacted',
+      sessionId: childSessionId(plain, 1),
+      generation: 1,
+    });
 
     // New appends and compactions work on every lineage, the in-place one included.
     for (const lineage of [rot, plain, inPlace]) {
-      const batch = [{ role: 'user', content: `Request 13 for ${lineage}: add a changelog entry.` }, { role: 'assistant', content: 'Added.' }];
+      const batch = [
+        { role: 'user', content: `Request 13 for ${lineage}: add a changelog entry.` },
+        { role: 'assistant', content: 'Added.' },
+      ];
       ledger.record(lineage, batch, await stack().client.append(lineage, batch));
       const head = (await stack().client.transcript(lineage)).sessionId;
       const result = await stack().client.compact(head, { force: true });

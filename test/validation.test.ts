@@ -18,7 +18,13 @@ describe('messages', () => {
   it('accepts the OpenAI chat format', () => {
     const messages = [
       { role: 'system', content: 'sys' },
-      { role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'image_url', image_url: { url: 'data:,' } }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'hi' },
+          { type: 'image_url', image_url: { url: 'data:,' } },
+        ],
+      },
       { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{}' } }] },
       { role: 'tool', tool_call_id: 'a', content: 'ok', name: 'f' },
     ];
@@ -27,11 +33,20 @@ describe('messages', () => {
 
   it.each([
     [[{ role: 'wizard', content: 'x' }], 'messages[0].role'],
-    [[{ role: 'user', content: 'ok' }, { role: 'tool', content: 'x' }], 'messages[1].tool_call_id'],
+    [
+      [
+        { role: 'user', content: 'ok' },
+        { role: 'tool', content: 'x' },
+      ],
+      'messages[1].tool_call_id',
+    ],
     [[{ role: 'user', content: 5 }], 'messages[0].content'],
     [[{ role: 'user', content: 'x', extra: true }], 'messages[0]'],
     [[{ role: 'user', content: null }], 'messages[0].content'],
-    [[{ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f' } }] }], 'messages[0].tool_calls[0].function.arguments'],
+    [
+      [{ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f' } }] }],
+      'messages[0].tool_calls[0].function.arguments',
+    ],
     [[{ role: 'user', content: 'nul \u0000 byte' }], 'messages[0].content'],
     [[{ role: 'user', content: 'lone \ud800 surrogate' }], 'messages[0].content'],
     [[], 'messages'],
@@ -43,8 +58,29 @@ describe('messages', () => {
   it('enforces the per-message and per-batch limits', () => {
     const limits = { maxMessageChars: 10, maxBatchMessages: 2, maxBatchChars: 15 };
     expect(fieldOf(() => parseMessages([{ role: 'user', content: 'x'.repeat(11) }], limits))).toBe('messages[0]');
-    expect(fieldOf(() => parseMessages([{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }, { role: 'user', content: 'c' }], limits))).toBe('messages');
-    expect(fieldOf(() => parseMessages([{ role: 'user', content: 'x'.repeat(8) }, { role: 'user', content: 'y'.repeat(8) }], limits))).toBe('messages');
+    expect(
+      fieldOf(() =>
+        parseMessages(
+          [
+            { role: 'user', content: 'a' },
+            { role: 'user', content: 'b' },
+            { role: 'user', content: 'c' },
+          ],
+          limits,
+        ),
+      ),
+    ).toBe('messages');
+    expect(
+      fieldOf(() =>
+        parseMessages(
+          [
+            { role: 'user', content: 'x'.repeat(8) },
+            { role: 'user', content: 'y'.repeat(8) },
+          ],
+          limits,
+        ),
+      ),
+    ).toBe('messages');
   });
 });
 

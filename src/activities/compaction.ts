@@ -99,16 +99,33 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       sessionMessages(db, input.parentSessionId),
     ]);
     if (record.outcome === 'compacted') {
-      return { outcome: 'compacted', headSessionId: record.childSessionId!, generation: record.generation, previousSessionId: record.parentSessionId, messagesAfter: record.messagesAfter ?? undefined };
+      return {
+        outcome: 'compacted',
+        headSessionId: record.childSessionId!,
+        generation: record.generation,
+        previousSessionId: record.parentSessionId,
+        messagesAfter: record.messagesAfter ?? undefined,
+      };
     }
     if (record.attempts > attempt) {
       // A later attempt started while this one stalled (its lease expired): it owns the job.
       log.warn('attempt superseded before its first write; it writes nothing', { jobId: input.jobId, attempt, latest: record.attempts });
-      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: `attempt ${attempt} was superseded by attempt ${record.attempts}` };
+      return {
+        outcome: 'stale',
+        headSessionId: lineage.headSessionId,
+        generation: lineage.generation,
+        reason: `attempt ${attempt} was superseded by attempt ${record.attempts}`,
+      };
     }
     if (record.outcome === 'refused' || record.outcome === 'stale') {
       // An earlier attempt decided this job and its answer was lost: give the same answer.
-      return { outcome: record.outcome, headSessionId: lineage.headSessionId, generation: lineage.generation, reason: record.reason ?? undefined, gate: record.gate ?? undefined };
+      return {
+        outcome: record.outcome,
+        headSessionId: lineage.headSessionId,
+        generation: lineage.generation,
+        reason: record.reason ?? undefined,
+        gate: record.gate ?? undefined,
+      };
     }
     if (lineage.closed) {
       // No summary is ever paid for a closed lineage.
@@ -127,14 +144,26 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     const tokens = rows.map((r) => r.tokenEstimate);
     const tokensBefore = tokens.reduce((a, b) => a + b, 0);
     const messagesBefore = snapshot.length;
-    const refuse = async (reason: string, fields: { gate?: string; gateResults?: Record<string, string>; tokensAfter?: number; promptTokens?: number; completionTokens?: number } = {}): Promise<JobResult> => {
+    const refuse = async (
+      reason: string,
+      fields: { gate?: string; gateResults?: Record<string, string>; tokensAfter?: number; promptTokens?: number; completionTokens?: number } = {},
+    ): Promise<JobResult> => {
       await finishJob(db, input, attempt, 'refused', { reason, messagesBefore, tokensBefore, ...fields }, policy);
       if (fields.gate) {
         Context.current()
           .metricMeter.createCounter('session_compaction_gate_refusals', 'jobs', 'Compactions a gate refused, by gate')
           .add(1, { gate: fields.gate });
       }
-      return { outcome: 'refused', headSessionId: lineage.headSessionId, generation: lineage.generation, reason, gate: fields.gate, messagesBefore, tokensBefore, tokensAfter: fields.tokensAfter };
+      return {
+        outcome: 'refused',
+        headSessionId: lineage.headSessionId,
+        generation: lineage.generation,
+        reason,
+        gate: fields.gate,
+        messagesBefore,
+        tokensBefore,
+        tokensAfter: fields.tokensAfter,
+      };
     };
 
     const plan = planCompaction(snapshot, { ...deps.plan, force: input.force }, tokens);
@@ -180,7 +209,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     const compacted: CompactedMessage[] = candidate.map((entry) =>
       entry.from === undefined
         ? { message: entry.message, tokens: counter.count(entry.message) }
-        : { message: entry.message, tokens: tokens[entry.from], lineageSeq: rows[entry.from].lineageSeq, originMessageId: rows[entry.from].originMessageId ?? rows[entry.from].id },
+        : {
+            message: entry.message,
+            tokens: tokens[entry.from],
+            lineageSeq: rows[entry.from].lineageSeq,
+            originMessageId: rows[entry.from].originMessageId ?? rows[entry.from].id,
+          },
     );
     const summaryIndex = candidate.findIndex((entry) => entry.from === undefined);
     const candidateTokens = compacted.reduce((sum, m) => sum + m.tokens, 0);
@@ -197,17 +231,19 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     };
 
     beat({ phase: 'committing', chunks: summary.chunks });
-    const committed = await withSpan('db.commit', { 'compaction.job_id': input.jobId, 'compaction.mode': input.mode }, () => commitCompaction(db, {
-      job: input,
-      attempt,
-      mode: input.mode,
-      watermarkSeq,
-      compacted,
-      summarised: lineageRange(plan.middle.map((i) => rows[i])),
-      verify,
-      stats: { tokensBefore, messagesBefore, ...usage },
-      policy,
-    }));
+    const committed = await withSpan('db.commit', { 'compaction.job_id': input.jobId, 'compaction.mode': input.mode }, () =>
+      commitCompaction(db, {
+        job: input,
+        attempt,
+        mode: input.mode,
+        watermarkSeq,
+        compacted,
+        summarised: lineageRange(plan.middle.map((i) => rows[i])),
+        verify,
+        stats: { tokensBefore, messagesBefore, ...usage },
+        policy,
+      }),
+    );
     if (committed.outcome === 'refused') {
       return refuse(committed.reason, { gate: committed.gate, gateResults: committed.gateResults, tokensAfter: committed.tokensAfter, ...usage });
     }

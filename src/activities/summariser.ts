@@ -86,7 +86,12 @@ export interface OpenAiSummariserOptions {
 
 export function createOpenAiSummariser(config: LlmConfig, options: OpenAiSummariserOptions): Summariser {
   // Temporal owns retries (durable, visible in history): the client must not retry on its own.
-  const client = new OpenAI({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, ...(options.streamTimeoutMs ? { timeout: options.streamTimeoutMs } : {}) });
+  const client = new OpenAI({
+    apiKey: config.apiKey,
+    baseURL: config.baseURL,
+    maxRetries: 0,
+    ...(options.streamTimeoutMs ? { timeout: options.streamTimeoutMs } : {}),
+  });
   return {
     model: config.model,
     description: `OpenAI-compatible model ${config.model}${config.baseURL ? ` at ${config.baseURL}` : ''}${config.stream ? ' (streaming)' : ''}`,

@@ -61,7 +61,10 @@ export class LineagePoller {
         reject(error);
       };
       const onAbort = () => waiter.reject(new CallTimeoutError(requestId, 'the caller aborted the wait'));
-      const timer = setTimeout(() => waiter.reject(new CallTimeoutError(requestId, 'the deadline passed before the answer came')), Math.max(0, deadline - Date.now()));
+      const timer = setTimeout(
+        () => waiter.reject(new CallTimeoutError(requestId, 'the deadline passed before the answer came')),
+        Math.max(0, deadline - Date.now()),
+      );
       if (signal?.aborted) return onAbort();
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.set(requestId, [...(this.waiters.get(requestId) ?? []), waiter]);
@@ -119,7 +122,8 @@ export class LineagePoller {
       for (const w of this.waiters.get(requestId) ?? []) {
         w.unknownSince ??= now;
         if (!running) w.reject(new RequestLostError(requestId, 'the lineage workflow run ended without it'));
-        else if (now - w.unknownSince > this.unknownGraceMs) w.reject(new RequestLostError(requestId, `the lineage workflow has not received it after ${this.unknownGraceMs} ms`));
+        else if (now - w.unknownSince > this.unknownGraceMs)
+          w.reject(new RequestLostError(requestId, `the lineage workflow has not received it after ${this.unknownGraceMs} ms`));
       }
     }
   }

@@ -119,7 +119,14 @@ async function withProgress<T>(client: SessionsClient, sessionId: string, sink: 
 
 const fmtMs = (ms: number | null) => (ms === null ? '-' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
-async function run(client: SessionsClient, command: string, positionals: string[], values: Record<string, string | boolean | undefined>, print: Printer, progressSink?: ProgressSink) {
+async function run(
+  client: SessionsClient,
+  command: string,
+  positionals: string[],
+  values: Record<string, string | boolean | undefined>,
+  print: Printer,
+  progressSink?: ProgressSink,
+) {
   const sessionId = () => {
     if (!positionals[0]) throw new UsageError(`${command} needs a session id`);
     return positionals[0];
@@ -173,12 +180,22 @@ async function run(client: SessionsClient, command: string, positionals: string[
       const transcript = await client.transcript(sessionId(), { includeArchived: values.all === true });
       const messages = transcript.messages.map(({ seq: _seq, ...m }) => m);
       const shape = values.all ? { ...transcript, messages } : { sessionId: transcript.sessionId, messages };
-      return print(shape, () => [`session ${transcript.sessionId}`, ...transcript.messages.map((m) => `${m.seq}. ${m.role}: ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`)].join('\n'));
+      return print(shape, () =>
+        [
+          `session ${transcript.sessionId}`,
+          ...transcript.messages.map((m) => `${m.seq}. ${m.role}: ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`),
+        ].join('\n'),
+      );
     }
     case 'lineage': {
       const lineage = await client.lineage(sessionId());
       return print({ sessions: lineage.sessions }, () =>
-        lineage.sessions.map((s) => `${s.sessionId}${s.parentSessionId ? ` <- ${s.parentSessionId}` : ''}  ${s.messageCount} message(s)  ${s.endedAt ? `ended ${s.endedAt} (${s.endReason})` : 'live (head)'}`).join('\n'),
+        lineage.sessions
+          .map(
+            (s) =>
+              `${s.sessionId}${s.parentSessionId ? ` <- ${s.parentSessionId}` : ''}  ${s.messageCount} message(s)  ${s.endedAt ? `ended ${s.endedAt} (${s.endReason})` : 'live (head)'}`,
+          )
+          .join('\n'),
       );
     }
     case 'state': {
@@ -202,7 +219,8 @@ async function run(client: SessionsClient, command: string, positionals: string[
       return print(page, () =>
         [
           ...page.lineages.map(
-            (l) => `${l.lineageId}  head ${l.headSessionId}  ${l.source ?? '-'}  ${l.closed ? 'closed' : 'live'}  ${l.generation} compaction(s)  last ${l.lastOutcome ?? '-'}`,
+            (l) =>
+              `${l.lineageId}  head ${l.headSessionId}  ${l.source ?? '-'}  ${l.closed ? 'closed' : 'live'}  ${l.generation} compaction(s)  last ${l.lastOutcome ?? '-'}`,
           ),
           page.lineages.length === 0 ? 'no lineages' : '',
           page.next ? `more: --after ${page.next}` : '',
@@ -248,7 +266,11 @@ async function run(client: SessionsClient, command: string, positionals: string[
     case 'audit': {
       const report = positionals[0] ? await client.auditLineage(positionals[0]) : await client.audit();
       const { details: _details, ...counts } = report;
-      return print(report, () => Object.entries(counts).map(([k, v]) => `${k}: ${v}`).join('\n'));
+      return print(report, () =>
+        Object.entries(counts)
+          .map(([k, v]) => `${k}: ${v}`)
+          .join('\n'),
+      );
     }
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
@@ -285,7 +307,8 @@ export async function main(
   }
   let client: SessionsClient | undefined;
   try {
-    if (command !== 'create' && !['append', 'compact', 'transcript', 'lineage', 'state', 'close', 'audit', 'list', 'history'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+    if (command !== 'create' && !['append', 'compact', 'transcript', 'lineage', 'state', 'close', 'audit', 'list', 'history'].includes(command))
+      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
     client = await SessionsClient.connect();
     await run(client, command, rest, values, print, json ? undefined : progressSink);
     return 0;
@@ -299,7 +322,20 @@ export async function main(
     const userError = error instanceof SessionCompactionError || error instanceof UsageError;
     const type = error instanceof Error ? error.name : 'Error';
     const message = error instanceof Error ? error.message : String(error);
-    if (json) out(JSON.stringify({ error: { type: error instanceof UsageError ? 'UsageError' : type, message, ...(error && typeof error === 'object' && 'field' in error ? { field: (error as { field: string }).field } : {}) } }, null, 2));
+    if (json)
+      out(
+        JSON.stringify(
+          {
+            error: {
+              type: error instanceof UsageError ? 'UsageError' : type,
+              message,
+              ...(error && typeof error === 'object' && 'field' in error ? { field: (error as { field: string }).field } : {}),
+            },
+          },
+          null,
+          2,
+        ),
+      );
     err(`error: ${message}${error instanceof UsageError ? `\n\n${USAGE}` : ''}`);
     return userError ? 2 : 1;
   } finally {

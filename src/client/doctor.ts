@@ -43,7 +43,9 @@ function probeTls(options: TemporalConnectionOptions, timeoutMs = TIMEOUT_MS): P
       host,
       port: Number(options.address.slice(at + 1)),
       servername: t.serverNameOverride ?? (/^[\d.]+$|:/.test(host) ? undefined : host),
-      ...(t.serverNameOverride ? { checkServerIdentity: (_host: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(t.serverNameOverride!, cert) } : {}),
+      ...(t.serverNameOverride
+        ? { checkServerIdentity: (_host: string, cert: tls.PeerCertificate) => tls.checkServerIdentity(t.serverNameOverride!, cert) }
+        : {}),
       ...(t.serverRootCACertificate ? { ca: t.serverRootCACertificate } : {}),
       ...(t.clientCertPair ? { cert: t.clientCertPair.crt, key: t.clientCertPair.key } : {}),
       ALPNProtocols: ['h2'],
@@ -93,7 +95,11 @@ function explainTemporalFailure(config: Pick<Config, 'temporal'>, error: unknown
   }
   // Alerts the server sent, or a server that hangs up once it has seen our certificate (or
   // its absence): it did not accept the client certificate.
-  if (/CLOSED_AFTER_HANDSHAKE|alert (certificate required|unknown ca|bad certificate|certificate unknown|handshake failure|access denied)|ALERT_(CERTIFICATE_REQUIRED|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN|HANDSHAKE_FAILURE)/i.test(all)) {
+  if (
+    /CLOSED_AFTER_HANDSHAKE|alert (certificate required|unknown ca|bad certificate|certificate unknown|handshake failure|access denied)|ALERT_(CERTIFICATE_REQUIRED|UNKNOWN_CA|BAD_CERTIFICATE|CERTIFICATE_UNKNOWN|HANDSHAKE_FAILURE)/i.test(
+      all,
+    )
+  ) {
     return security.clientCertPath
       ? `the TLS handshake with ${address} failed: the server refused the client certificate ${security.clientCertPath} (${why}). Check that TEMPORAL_TLS_CLIENT_CERT_PATH is signed by a CA the server trusts.`
       : `the TLS handshake with ${address} failed: the server requires a client certificate (mTLS) (${why}). Set TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH.`;
@@ -140,7 +146,11 @@ async function checkTemporal(config: Config): Promise<Check[]> {
         checks.push({ name: 'namespace', ok: false, detail: explainTemporalFailure(config, error) });
         return checks;
       }
-      checks.push({ name: 'namespace', ok: false, detail: `namespace ${namespace} is missing (${reason(error)}). Create it: temporal operator namespace create --namespace ${namespace}` });
+      checks.push({
+        name: 'namespace',
+        ok: false,
+        detail: `namespace ${namespace} is missing (${reason(error)}). Create it: temporal operator namespace create --namespace ${namespace}`,
+      });
       return checks;
     }
     const listed = await connection.operatorService.listSearchAttributes({ namespace });
@@ -161,7 +171,11 @@ async function checkTemporal(config: Config): Promise<Check[]> {
     checks.push(
       pollers > 0
         ? { name: 'worker', ok: true, detail: `${pollers} poller(s) on task queue ${taskQueue}` }
-        : { name: 'worker', ok: false, detail: `no worker polls task queue ${taskQueue}: compactions will wait. Start one with \`npm run worker\` (or \`npm run dev\`).` },
+        : {
+            name: 'worker',
+            ok: false,
+            detail: `no worker polls task queue ${taskQueue}: compactions will wait. Start one with \`npm run worker\` (or \`npm run dev\`).`,
+          },
     );
   } finally {
     await connection.close();
@@ -178,7 +192,9 @@ async function checkPostgres(config: Config): Promise<Check[]> {
     await pool.query('select 1');
   } catch (error) {
     await pool.end().catch(() => undefined);
-    return [{ name: 'postgres', ok: false, detail: `cannot connect to Postgres at ${where} (${reason(error)}). Start it with \`npm run dev\`, or set DATABASE_URL.` }];
+    return [
+      { name: 'postgres', ok: false, detail: `cannot connect to Postgres at ${where} (${reason(error)}). Start it with \`npm run dev\`, or set DATABASE_URL.` },
+    ];
   }
   const checks: Check[] = [{ name: 'postgres', ok: true, detail: `connected to ${where}` }];
   try {
@@ -190,7 +206,11 @@ async function checkPostgres(config: Config): Promise<Check[]> {
     checks.push(
       applied >= journal.entries.length
         ? { name: 'migrations', ok: true, detail: `${applied} of ${journal.entries.length} applied` }
-        : { name: 'migrations', ok: false, detail: `${applied} of ${journal.entries.length} applied. Run \`npm run db:migrate\` (a starting worker also applies them).` },
+        : {
+            name: 'migrations',
+            ok: false,
+            detail: `${applied} of ${journal.entries.length} applied. Run \`npm run db:migrate\` (a starting worker also applies them).`,
+          },
     );
   } finally {
     await pool.end();
@@ -212,7 +232,11 @@ async function checkLlm(config: Config): Promise<Check> {
       return { name: 'summariser', ok: false, detail: `${where} rejected the API key (${error.status}). Check OPENAI_API_KEY.` };
     }
     if (error instanceof APIError && error.status === 404) {
-      return { name: 'summariser', ok: false, detail: `${where} does not know model ${llm.model} or has no chat completions endpoint (404). Check COMPACTION_MODEL and OPENAI_BASE_URL.` };
+      return {
+        name: 'summariser',
+        ok: false,
+        detail: `${where} does not know model ${llm.model} or has no chat completions endpoint (404). Check COMPACTION_MODEL and OPENAI_BASE_URL.`,
+      };
     }
     if (error instanceof APIError && error.status !== undefined) {
       return { name: 'summariser', ok: false, detail: `${where} answered ${error.status}: ${error.message}` };

@@ -1,4 +1,10 @@
-export { SessionsClient, type CompactOptions, type CompactResultWithTranscript, type CreateSessionOptions, type SessionsClientOptions } from './sessions-client';
+export {
+  SessionsClient,
+  type CompactOptions,
+  type CompactResultWithTranscript,
+  type CreateSessionOptions,
+  type SessionsClientOptions,
+} from './sessions-client';
 export * from '../errors';
 export type { ChatMessage, ContentPart, MessageRole, OtherContentPart, TextContentPart } from '../compaction/messages';
 export type { CompactResult, CompactionOutcome, CompactionMode, LineageState, QueuedRequestView } from '../workflows/contract';

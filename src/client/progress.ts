@@ -44,8 +44,10 @@ export interface PendingActivityView {
 /** The progress of a pending compaction activity, or undefined for another activity. */
 export function progressFromPendingActivity(activity: PendingActivityView, now: number): CompactionProgress | undefined {
   if (activity.activityType && activity.activityType !== 'compactSession') return undefined;
-  const d = activity.details && typeof activity.details === 'object' && !Array.isArray(activity.details) ? (activity.details as Record<string, unknown>) : undefined;
-  const phase: CompactionPhase = d && PHASES.has(d.phase as CompactionPhase) ? (d.phase as CompactionPhase) : activity.lastStartedTime ? 'unknown' : 'scheduled';
+  const d =
+    activity.details && typeof activity.details === 'object' && !Array.isArray(activity.details) ? (activity.details as Record<string, unknown>) : undefined;
+  const phase: CompactionPhase =
+    d && PHASES.has(d.phase as CompactionPhase) ? (d.phase as CompactionPhase) : activity.lastStartedTime ? 'unknown' : 'scheduled';
   const started = activity.lastStartedTime?.getTime();
   const elapsedMs = num(d?.elapsedMs) ?? (started !== undefined ? Math.max(0, now - started) : undefined);
   const progress: CompactionProgress = { activityId: activity.activityId ?? '', phase, attempt: activity.attempt ?? 1 };

@@ -27,12 +27,7 @@ import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
 import { LineagePoller } from './answer-poller';
-import {
-  BackgroundCompactionRejectedError,
-  CallTimeoutError,
-  InvalidInputError,
-  LineageClosedError,
-} from '../errors';
+import { BackgroundCompactionRejectedError, CallTimeoutError, InvalidInputError, LineageClosedError } from '../errors';
 import {
   checkCompactRequest,
   checkNewSessionId,
@@ -180,7 +175,8 @@ const AUTO_REQUEST_TIMEOUT_MS = 30_000;
 function resolveThreshold(compactAt: number | string | undefined, contextWindow: number | undefined): number | undefined {
   if (compactAt === undefined) return undefined;
   if (typeof compactAt === 'number') {
-    if (!Number.isInteger(compactAt) || compactAt < 1) throw new InvalidInputError('compactAt', 'must be a positive whole number of tokens or a percentage such as "80%"');
+    if (!Number.isInteger(compactAt) || compactAt < 1)
+      throw new InvalidInputError('compactAt', 'must be a positive whole number of tokens or a percentage such as "80%"');
     return compactAt;
   }
   const match = /^(\d+(?:\.\d+)?)%$/.exec(typeof compactAt === 'string' ? compactAt.trim() : '');
@@ -228,7 +224,7 @@ export class SessionsClient {
     // only Postgres (transcript, lineage, list, history, audit) work while Temporal is down.
     const connection =
       options.connection ??
-      (Connection.lazy({
+      Connection.lazy({
         ...clientConnectionOptions(config.temporal),
         interceptors: [
           makeGrpcRetryInterceptor({
@@ -238,7 +234,7 @@ export class SessionsClient {
               !(status.code === GRPC_RESOURCE_EXHAUSTED && /update/i.test(status.details)) && retry.retryableDecider(attempt, status),
           }),
         ],
-      }));
+      });
     const database = options.database ?? openDatabase(config.databaseUrl);
     const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
     installTracingFromConfig(config);
@@ -270,9 +266,15 @@ export class SessionsClient {
   }
 
   /** Creates a session (the root of a new lineage) and starts its workflow. Idempotent. */
-  async createSession(
-    options: CreateSessionOptions,
-  ): Promise<{ sessionId: string; lineageId: string; mode: CompactionMode; source?: string; compactAtTokens?: number; model?: string; contextWindow?: number }> {
+  async createSession(options: CreateSessionOptions): Promise<{
+    sessionId: string;
+    lineageId: string;
+    mode: CompactionMode;
+    source?: string;
+    compactAtTokens?: number;
+    model?: string;
+    contextWindow?: number;
+  }> {
     const sessionId = checkNewSessionId(options.sessionId);
     const mode = options.mode ?? 'rotate';
     if (!COMPACTION_MODES.includes(mode)) throw new InvalidInputError('mode', `must be one of ${COMPACTION_MODES.join(', ')}`);
@@ -318,7 +320,15 @@ export class SessionsClient {
       throw new InvalidInputError('appendKey', 'must be a string of 1 to 200 characters');
     }
     const counter = await this.tokenCounter(sessionId);
-    const send = () => store.appendMessages(this.database.db, sessionId, batch, batch.map((m) => counter.count(m)), this.config.autoCompaction, { appendKey });
+    const send = () =>
+      store.appendMessages(
+        this.database.db,
+        sessionId,
+        batch,
+        batch.map((m) => counter.count(m)),
+        this.config.autoCompaction,
+        { appendKey },
+      );
     // With a key, a batch whose answer was lost to a connection error is sent again: the key
     // makes the resend store nothing twice. Without one, a resend could, so it is not made.
     const { autoCompactionRequestId: requestId, ...appended } = appendKey ? await readWithRetry(send) : await send();
@@ -326,7 +336,9 @@ export class SessionsClient {
     if (!requestId || (appended as { replayed?: boolean }).replayed) return appended;
     try {
       // Bounded: the messages are stored, and a Temporal that stopped answering must not hold the append.
-      await this.withDeadline(Date.now() + AUTO_REQUEST_TIMEOUT_MS, undefined, requestId, () => this.requestCompaction(appended.sessionId, { requestId, trigger: 'threshold' }));
+      await this.withDeadline(Date.now() + AUTO_REQUEST_TIMEOUT_MS, undefined, requestId, () =>
+        this.requestCompaction(appended.sessionId, { requestId, trigger: 'threshold' }),
+      );
       return { ...appended, compactionRequestId: requestId };
     } catch (error) {
       // The messages are stored: an error here must not make the caller append them again.
@@ -363,7 +375,8 @@ export class SessionsClient {
     const deadline = this.deadlineOf(timeoutMs);
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, request.sessionId));
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
-    const recorded = () => (fields.requestId ? readWithRetry(() => store.recordedAnswer(this.database.db, lineage.lineageId, requestId)) : Promise.resolve(undefined));
+    const recorded = () =>
+      fields.requestId ? readWithRetry(() => store.recordedAnswer(this.database.db, lineage.lineageId, requestId)) : Promise.resolve(undefined);
     // An operation object is single-use: each (re)send gets a fresh one.
     const startWorkflowOperation = () =>
       new WithStartWorkflowOperation<typeof sessionLineageWorkflow>('sessionLineageWorkflow', {
@@ -406,7 +419,8 @@ export class SessionsClient {
 
   /** The absolute deadline of a call: `timeoutMs` from now, or the configured default. */
   private deadlineOf(timeoutMs: number | undefined): number {
-    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs <= 0)) throw new InvalidInputError('timeoutMs', 'must be a positive number of milliseconds');
+    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs <= 0))
+      throw new InvalidInputError('timeoutMs', 'must be a positive number of milliseconds');
     return Date.now() + (timeoutMs ?? this.config.compaction.callTimeoutMs);
   }
 
@@ -416,7 +430,10 @@ export class SessionsClient {
    */
   private async withDeadline<T>(deadline: number, signal: AbortSignal | undefined, requestId: string | undefined, fn: () => Promise<T>): Promise<T> {
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new CallTimeoutError(requestId, 'the deadline passed before the answer came')), Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(
+      () => controller.abort(new CallTimeoutError(requestId, 'the deadline passed before the answer came')),
+      Math.max(0, deadline - Date.now()),
+    );
     const onAbort = () => controller.abort(new CallTimeoutError(requestId, 'the caller aborted the wait'));
     if (signal?.aborted) onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -462,9 +479,18 @@ export class SessionsClient {
    * the same request as a signal-with-start (not limited, and it starts a run if the last one
    * just ended), then its answer from the shared poll.
    */
-  private async compactBySignal(lineage: store.LineageInfo, request: ReturnType<typeof checkCompactRequest>, deadline: number, signal?: AbortSignal): Promise<CompactResult> {
+  private async compactBySignal(
+    lineage: store.LineageInfo,
+    request: ReturnType<typeof checkCompactRequest>,
+    deadline: number,
+    signal?: AbortSignal,
+  ): Promise<CompactResult> {
     await this.resendWhileUnreachable(deadline, () =>
-      this.temporal.workflow.signalWithStart('sessionLineageWorkflow', { ...this.startOptions(lineage), signal: compactSignal, signalArgs: [{ ...request, trigger: 'update' }] }),
+      this.temporal.workflow.signalWithStart('sessionLineageWorkflow', {
+        ...this.startOptions(lineage),
+        signal: compactSignal,
+        signalArgs: [{ ...request, trigger: 'update' }],
+      }),
     );
     return this.awaitAnswer(lineage.lineageId, request.requestId!, deadline, signal);
   }
@@ -502,7 +528,10 @@ export class SessionsClient {
    * lineage refuses it (LineageClosedError) before anything is sent, and a request id that
    * was answered already is not sent again.
    */
-  async requestCompaction(sessionId: string, options: Omit<CompactOptions, 'timeoutMs' | 'signal'> & { trigger?: 'signal' | 'threshold' } = {}): Promise<string> {
+  async requestCompaction(
+    sessionId: string,
+    options: Omit<CompactOptions, 'timeoutMs' | 'signal'> & { trigger?: 'signal' | 'threshold' } = {},
+  ): Promise<string> {
     const requestId = options.requestId ?? randomUUID();
     const request = checkCompactRequest({ sessionId, ...options, requestId });
     const lineage = await store.lineageOf(this.database.db, request.sessionId);
@@ -609,7 +638,8 @@ export class SessionsClient {
 
   /** One compaction with the parent transcript and what it produced (Postgres only). */
   async compaction(compactionId: string): Promise<queries.CompactionDetail> {
-    if (typeof compactionId !== 'string' || compactionId.length === 0 || compactionId.length > 300) throw new InvalidInputError('compactionId', 'must be a string of 1 to 300 characters');
+    if (typeof compactionId !== 'string' || compactionId.length === 0 || compactionId.length > 300)
+      throw new InvalidInputError('compactionId', 'must be a string of 1 to 300 characters');
     return readWithRetry(() => queries.compactionDetail(this.database.db, compactionId));
   }
 
@@ -673,4 +703,3 @@ export class SessionsClient {
     };
   }
 }
-

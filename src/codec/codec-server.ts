@@ -117,7 +117,12 @@ export function createCodecServer(codec: PayloadCodec, options: CodecServerOptio
 
 /** The codec server options from the configuration. */
 export function codecServerOptions(config: Config): CodecServerOptions {
-  return { corsOrigins: config.codecCorsOrigins, authToken: config.codecAuthToken, enableEncode: config.codecEnableEncode, maxBodyBytes: config.codecMaxBodyBytes };
+  return {
+    corsOrigins: config.codecCorsOrigins,
+    authToken: config.codecAuthToken,
+    enableEncode: config.codecEnableEncode,
+    maxBodyBytes: config.codecMaxBodyBytes,
+  };
 }
 
 async function main(): Promise<void> {
@@ -127,7 +132,9 @@ async function main(): Promise<void> {
   const server = createCodecServer(codec, codecServerOptions(config));
   server.listen(config.codecServerPort, '127.0.0.1', () => {
     const { port } = server.address() as AddressInfo;
-    console.log(`codec server on http://127.0.0.1:${port} (CORS: ${config.codecCorsOrigins.join(', ')}; bearer token ${config.codecAuthToken ? 'required' : 'not required'}; /encode ${config.codecEnableEncode ? 'on' : 'off'})`);
+    console.log(
+      `codec server on http://127.0.0.1:${port} (CORS: ${config.codecCorsOrigins.join(', ')}; bearer token ${config.codecAuthToken ? 'required' : 'not required'}; /encode ${config.codecEnableEncode ? 'on' : 'off'})`,
+    );
   });
 }
 

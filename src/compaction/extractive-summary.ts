@@ -27,7 +27,8 @@ function noteFor(m: ChatMessage): string | undefined {
  */
 export function extractiveSummary(request: SummaryRequest, maxLines = 40): string {
   const notes = request.middle.map(noteFor).filter((n): n is string => n !== undefined);
-  const kept = notes.length > maxLines ? [...notes.slice(0, maxLines / 2), `… ${notes.length - maxLines} messages omitted …`, ...notes.slice(-maxLines / 2)] : notes;
+  const kept =
+    notes.length > maxLines ? [...notes.slice(0, maxLines / 2), `… ${notes.length - maxLines} messages omitted …`, ...notes.slice(-maxLines / 2)] : notes;
   const sections: string[] = [];
   if (request.previousSummary) {
     const earlier = request.previousSummary.length > EARLIER_SUMMARY_CAP ? `…${request.previousSummary.slice(-EARLIER_SUMMARY_CAP)}` : request.previousSummary;

@@ -110,7 +110,8 @@ export function keepsOpenToolCalls(before: readonly ChatMessage[], after: readon
 /** (d) Smaller than before, and at or under the target size. */
 export function isSmaller(tokensBefore: number, tokensAfter: number, targetTokens?: number): string | undefined {
   if (tokensAfter >= tokensBefore) return `the compacted head would not be smaller (${tokensAfter} >= ${tokensBefore} tokens)`;
-  if (targetTokens !== undefined && tokensAfter > targetTokens) return `the compacted head would hold ${tokensAfter} tokens, over the target of ${targetTokens}`;
+  if (targetTokens !== undefined && tokensAfter > targetTokens)
+    return `the compacted head would hold ${tokensAfter} tokens, over the target of ${targetTokens}`;
   return undefined;
 }
 

@@ -23,7 +23,12 @@ export const DEFAULT_MESSAGE_LIMITS: MessageLimits = {
 
 const contentPart = z.union([
   z.strictObject({ type: z.literal('text'), text: z.string() }),
-  z.looseObject({ type: z.string().min(1).refine((t) => t !== 'text', 'a text part needs a string text') }),
+  z.looseObject({
+    type: z
+      .string()
+      .min(1)
+      .refine((t) => t !== 'text', 'a text part needs a string text'),
+  }),
 ]);
 
 const toolCall = z.strictObject({
@@ -46,7 +51,8 @@ const message = z
     if (m.role === 'tool' && !m.tool_call_id) ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'is required on tool messages' });
     if (m.role !== 'tool' && m.tool_call_id) ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'is only allowed on tool messages' });
     if (m.tool_calls && m.role !== 'assistant') ctx.addIssue({ code: 'custom', path: ['tool_calls'], message: 'are only allowed on assistant messages' });
-    if (m.content === null && !m.tool_calls) ctx.addIssue({ code: 'custom', path: ['content'], message: 'may be null only on an assistant message with tool_calls' });
+    if (m.content === null && !m.tool_calls)
+      ctx.addIssue({ code: 'custom', path: ['content'], message: 'may be null only on an assistant message with tool_calls' });
   });
 
 function fieldPath(prefix: string, path: readonly PropertyKey[]): string {
@@ -84,7 +90,8 @@ function charsOf(m: ChatMessage): number {
 export function parseMessages(raw: unknown, limits: MessageLimits = DEFAULT_MESSAGE_LIMITS): ChatMessage[] {
   if (!Array.isArray(raw)) throw new InvalidInputError('messages', 'must be an array of chat messages');
   if (raw.length === 0) throw new InvalidInputError('messages', 'must hold at least one message');
-  if (raw.length > limits.maxBatchMessages) throw new InvalidInputError('messages', `holds ${raw.length} messages; at most ${limits.maxBatchMessages} per append`);
+  if (raw.length > limits.maxBatchMessages)
+    throw new InvalidInputError('messages', `holds ${raw.length} messages; at most ${limits.maxBatchMessages} per append`);
   const parsed = z.array(message).safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -94,9 +101,17 @@ export function parseMessages(raw: unknown, limits: MessageLimits = DEFAULT_MESS
   parsed.data.forEach((m, i) => {
     const unstorable = findUnstorableString(m, `messages[${i}]`);
     if (unstorable) throw new InvalidInputError(unstorable, 'contains a NUL character or an unpaired surrogate');
-    if (m.name === SUMMARY_MESSAGE_NAME) throw new InvalidInputError(`messages[${i}].name`, `"${SUMMARY_MESSAGE_NAME}" is reserved for the summaries this service writes`);
-    if (textOf(m as ChatMessage).trimStart().startsWith(SUMMARY_PREFIX)) {
-      throw new InvalidInputError(`messages[${i}].content`, 'must not start with the compaction summary marker, which is reserved for the summaries this service writes');
+    if (m.name === SUMMARY_MESSAGE_NAME)
+      throw new InvalidInputError(`messages[${i}].name`, `"${SUMMARY_MESSAGE_NAME}" is reserved for the summaries this service writes`);
+    if (
+      textOf(m as ChatMessage)
+        .trimStart()
+        .startsWith(SUMMARY_PREFIX)
+    ) {
+      throw new InvalidInputError(
+        `messages[${i}].content`,
+        'must not start with the compaction summary marker, which is reserved for the summaries this service writes',
+      );
     }
     const chars = charsOf(m as ChatMessage);
     if (chars > limits.maxMessageChars) throw new InvalidInputError(`messages[${i}]`, `is ${chars} characters; at most ${limits.maxMessageChars}`);

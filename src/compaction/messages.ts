@@ -45,9 +45,7 @@ export function textOf(message: Pick<ChatMessage, 'content'>): string {
   const { content } = message;
   if (content == null) return '';
   if (typeof content === 'string') return content;
-  return content
-    .map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
-    .join('');
+  return content.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
 }
 
 export function isSummaryMessage(message: ChatMessage): boolean {

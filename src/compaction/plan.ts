@@ -92,7 +92,9 @@ export function planCompaction(messages: readonly ChatMessage[], options: PlanOp
   const broken = (from: number, to: number) => groups.slice(from, to).filter((g, k) => isBrokenGroup(g, from + k === last));
   const head = indicesOf(keep(0, headEnd));
   const tail = indicesOf(keep(tailStart, groups.length));
-  const middle = [...indicesOf(broken(0, headEnd)), ...indicesOf(groups.slice(bodyStart, tailStart)), ...indicesOf(broken(tailStart, groups.length))].sort((a, b) => a - b);
+  const middle = [...indicesOf(broken(0, headEnd)), ...indicesOf(groups.slice(bodyStart, tailStart)), ...indicesOf(broken(tailStart, groups.length))].sort(
+    (a, b) => a - b,
+  );
 
   const plan: CompactionPlan = { head, previousSummary, middle, tail };
   if (middle.length === 0) return plan;

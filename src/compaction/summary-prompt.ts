@@ -108,7 +108,9 @@ export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
     'Be factual and concise; the summary replaces the messages it covers.',
   ];
   if (request.previousSummary) {
-    instructions.push('A summary of the earlier conversation exists: update it with the new messages instead of summarising it again, and keep what still matters from it.');
+    instructions.push(
+      'A summary of the earlier conversation exists: update it with the new messages instead of summarising it again, and keep what still matters from it.',
+    );
   }
   if (request.chunk.count > 1) {
     instructions.push(`The conversation is too long for one request: this is part ${request.chunk.index} of ${request.chunk.count}, in order.`);

@@ -52,11 +52,18 @@ export interface LineagePage {
 function checkListOptions(options: ListLineagesOptions): Required<Pick<ListLineagesOptions, 'limit'>> {
   const limit = options.limit ?? 50;
   if (!Number.isInteger(limit) || limit < 1 || limit > LIST_PAGE_MAX) throw new InvalidInputError('limit', `must be a whole number from 1 to ${LIST_PAGE_MAX}`);
-  for (const [field, value] of [['search', options.search], ['source', options.source], ['after', options.after]] as const) {
-    if (value !== undefined && (typeof value !== 'string' || value.length > 200)) throw new InvalidInputError(field, 'must be a string of at most 200 characters');
+  for (const [field, value] of [
+    ['search', options.search],
+    ['source', options.source],
+    ['after', options.after],
+  ] as const) {
+    if (value !== undefined && (typeof value !== 'string' || value.length > 200))
+      throw new InvalidInputError(field, 'must be a string of at most 200 characters');
   }
-  if (options.status !== undefined && !LINEAGE_STATUSES.includes(options.status)) throw new InvalidInputError('status', `must be one of ${LINEAGE_STATUSES.join(', ')}`);
-  if (options.lastOutcome !== undefined && !OUTCOMES.includes(options.lastOutcome)) throw new InvalidInputError('lastOutcome', `must be one of ${OUTCOMES.join(', ')}`);
+  if (options.status !== undefined && !LINEAGE_STATUSES.includes(options.status))
+    throw new InvalidInputError('status', `must be one of ${LINEAGE_STATUSES.join(', ')}`);
+  if (options.lastOutcome !== undefined && !OUTCOMES.includes(options.lastOutcome))
+    throw new InvalidInputError('lastOutcome', `must be one of ${OUTCOMES.join(', ')}`);
   return { limit };
 }
 
@@ -89,21 +96,19 @@ export async function listLineages(db: Database, options: ListLineagesOptions = 
     order by l.id
     limit ${limit + 1}`);
   const rows = result.rows as Array<Record<string, unknown>>;
-  const page = rows.slice(0, limit).map(
-    (r): LineageListItem => ({
-      lineageId: String(r.id),
-      headSessionId: String(r.head_session_id),
-      source: (r.source as string | null) ?? null,
-      mode: String(r.mode),
-      generation: Number(r.generation),
-      headTokens: Number(r.head_tokens),
-      closed: r.closed_at != null,
-      createdAt: iso(r.created_at)!,
-      lastOutcome: (r.outcome as string | null) ?? null,
-      lastReason: (r.reason as string | null) ?? null,
-      lastCompactionAt: iso(r.last_at),
-    }),
-  );
+  const page = rows.slice(0, limit).map((r): LineageListItem => ({
+    lineageId: String(r.id),
+    headSessionId: String(r.head_session_id),
+    source: (r.source as string | null) ?? null,
+    mode: String(r.mode),
+    generation: Number(r.generation),
+    headTokens: Number(r.head_tokens),
+    closed: r.closed_at != null,
+    createdAt: iso(r.created_at)!,
+    lastOutcome: (r.outcome as string | null) ?? null,
+    lastReason: (r.reason as string | null) ?? null,
+    lastCompactionAt: iso(r.last_at),
+  }));
   return { lineages: page, next: rows.length > limit ? page[page.length - 1].lineageId : null };
 }
 
@@ -147,7 +152,15 @@ function compactionView(raw: Record<string, unknown>): CompactionView {
 
 export interface LineageDetail {
   lineage: Record<string, unknown> & { lineageId: string; headSessionId: string; closed: boolean };
-  sessions: Array<{ sessionId: string; parentSessionId: string | null; generation: number; startedAt: string; endedAt: string | null; endReason: string | null; messageCount: number }>;
+  sessions: Array<{
+    sessionId: string;
+    parentSessionId: string | null;
+    generation: number;
+    startedAt: string;
+    endedAt: string | null;
+    endReason: string | null;
+    messageCount: number;
+  }>;
   compactions: CompactionView[];
 }
 
@@ -243,7 +256,11 @@ export interface CompactionDetail {
 }
 
 const textOf = (content: unknown): string =>
-  typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (p && typeof p === 'object' && 'text' in p ? String((p as { text: unknown }).text) : '')).join('') : '';
+  typeof content === 'string'
+    ? content
+    : Array.isArray(content)
+      ? content.map((p) => (p && typeof p === 'object' && 'text' in p ? String((p as { text: unknown }).text) : '')).join('')
+      : '';
 
 /**
  * One compaction: its row, the parent transcript and the rows it produced, each row marked
@@ -299,7 +316,11 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
   const summarised =
     fromRow !== null || toRow !== null
       ? { fromSeq: fromRow, toSeq: toRow, inferred: false }
-      : { fromSeq: summarisedSeqs.length ? Math.min(...summarisedSeqs) : null, toSeq: summarisedSeqs.length ? Math.max(...summarisedSeqs) : null, inferred: true };
+      : {
+          fromSeq: summarisedSeqs.length ? Math.min(...summarisedSeqs) : null,
+          toSeq: summarisedSeqs.length ? Math.max(...summarisedSeqs) : null,
+          inferred: true,
+        };
   return { compaction, parent, result, summary: summaryRow ? textOf(summaryRow.content) : null, summarised };
 }
 
@@ -311,8 +332,16 @@ export async function auditLineage(db: Database, sessionOrLineageId: string): Pr
   const lineageId = await lineageIdOf(db, sessionOrLineageId);
   const rows = async (query: SQL) => (await db.execute(query)).rows as Array<Record<string, unknown>>;
   const count = async (query: SQL) => Number((await rows(query))[0].n);
-  const forkedParents = (await rows(sql`select parent_session_id as id from sessions where lineage_id = ${lineageId} and parent_session_id is not null group by 1 having count(*) > 1`)).map((r) => String(r.id));
-  const orphanSessions = (await rows(sql`select s.id from sessions s join lineages l on l.id = s.lineage_id where l.id = ${lineageId} and s.ended_at is null and s.id <> l.head_session_id`)).map((r) => String(r.id));
+  const forkedParents = (
+    await rows(
+      sql`select parent_session_id as id from sessions where lineage_id = ${lineageId} and parent_session_id is not null group by 1 having count(*) > 1`,
+    )
+  ).map((r) => String(r.id));
+  const orphanSessions = (
+    await rows(
+      sql`select s.id from sessions s join lineages l on l.id = s.lineage_id where l.id = ${lineageId} and s.ended_at is null and s.id <> l.head_session_id`,
+    )
+  ).map((r) => String(r.id));
   const lostMessageIds = (
     await rows(sql`
       with latest as (

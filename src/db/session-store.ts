@@ -255,7 +255,11 @@ export interface Transcript {
 }
 
 /** The transcript of the lineage head reached from any session id of the lineage (SQL `session_transcript`). */
-export async function headTranscript(db: Database, sessionId: string, options: { includeArchived?: boolean } = {}): Promise<Transcript & { archived?: Array<SessionMessage & { archivedAt: string }> }> {
+export async function headTranscript(
+  db: Database,
+  sessionId: string,
+  options: { includeArchived?: boolean } = {},
+): Promise<Transcript & { archived?: Array<SessionMessage & { archivedAt: string }> }> {
   return callFunction(db, sql`select session_transcript(${sessionId}, ${options.includeArchived ?? false}) as result`);
 }
 
@@ -269,13 +273,19 @@ export interface LineageSession {
 
 /** Root to head: each session of the lineage with its live message count (SQL `session_lineage`). */
 export async function lineageSessions(db: Database, sessionId: string): Promise<{ lineageId: string; headSessionId: string; sessions: LineageSession[] }> {
-  const lineage = await callFunction<{ lineageId: string; headSessionId: string; sessions: LineageSession[] }>(db, sql`select session_lineage(${sessionId}) as result`);
+  const lineage = await callFunction<{ lineageId: string; headSessionId: string; sessions: LineageSession[] }>(
+    db,
+    sql`select session_lineage(${sessionId}) as result`,
+  );
   return { lineageId: lineage.lineageId, headSessionId: lineage.headSessionId, sessions: lineage.sessions };
 }
 
 /** Marks a lineage closed: it takes no more appends or compactions. Idempotent. */
 export async function closeLineage(db: Database, lineageId: string): Promise<void> {
-  await db.update(lineages).set({ closedAt: new Date() }).where(and(eq(lineages.id, lineageId), isNull(lineages.closedAt)));
+  await db
+    .update(lineages)
+    .set({ closedAt: new Date() })
+    .where(and(eq(lineages.id, lineageId), isNull(lineages.closedAt)));
 }
 
 export interface AuditReport {
@@ -326,7 +336,9 @@ const LOST_MESSAGES = sql`
 export async function audit(db: Database): Promise<AuditReport> {
   const count = async (query: ReturnType<typeof sql>) => Number(((await db.execute(query)).rows[0] as { n: string | number }).n);
   const ids = async (query: ReturnType<typeof sql>) => (await db.execute(query)).rows.map((r) => (r as { id: string | number }).id);
-  const forkedParents = (await ids(sql`select parent_session_id as id from sessions where parent_session_id is not null group by 1 having count(*) > 1`)).map(String);
+  const forkedParents = (await ids(sql`select parent_session_id as id from sessions where parent_session_id is not null group by 1 having count(*) > 1`)).map(
+    String,
+  );
   const orphanSessions = (
     await ids(sql`select s.id from sessions s join lineages l on l.id = s.lineage_id where s.ended_at is null and s.id <> l.head_session_id`)
   ).map(String);
@@ -337,7 +349,9 @@ export async function audit(db: Database): Promise<AuditReport> {
     compactions: await count(sql`select count(*) as n from compactions where outcome = 'compacted'`),
     forks: forkedParents.length,
     orphans: orphanSessions.length,
-    writesAfterEnd: await count(sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.ended_at is not null and m.created_at > s.ended_at`),
+    writesAfterEnd: await count(
+      sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.ended_at is not null and m.created_at > s.ended_at`,
+    ),
     lostMessages: lostMessageIds.length,
     duplicatedMessages: await count(sql`
       select coalesce(sum(n - 1), 0) as n from (
@@ -413,7 +427,13 @@ export interface SettledJob {
  * any commit of the same job: a job that committed stays committed, and the answer says so,
  * with the head Postgres holds.
  */
-export async function abortJob(db: Database, job: CompactionJob, model: string, reason: string, policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY): Promise<SettledJob> {
+export async function abortJob(
+  db: Database,
+  job: CompactionJob,
+  model: string,
+  reason: string,
+  policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
+): Promise<SettledJob> {
   return db.transaction(async (tx) => {
     const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
     if (!lineage) throw new SessionNotFoundError(job.lineageId);
@@ -506,7 +526,17 @@ export interface CommitInput {
 }
 
 export type CommitResult =
-  | { outcome: 'compacted'; headSessionId: string; generation: number; carried: number; tokensAfter: number; messagesAfter: number; alreadyCommitted: boolean; reason?: string; gateResults?: Record<string, string> }
+  | {
+      outcome: 'compacted';
+      headSessionId: string;
+      generation: number;
+      carried: number;
+      tokensAfter: number;
+      messagesAfter: number;
+      alreadyCommitted: boolean;
+      reason?: string;
+      gateResults?: Record<string, string>;
+    }
   | { outcome: 'stale'; headSessionId: string; generation: number; reason: string }
   | { outcome: 'refused'; headSessionId: string; generation: number; reason: string; gate: string; gateResults: Record<string, string>; tokensAfter: number };
 
@@ -538,11 +568,21 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       };
     }
     if (record && input.attempt !== undefined && record.attempts !== input.attempt) {
-      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: `attempt ${input.attempt} was superseded by attempt ${record.attempts}` };
+      return {
+        outcome: 'stale',
+        headSessionId: lineage.headSessionId,
+        generation: lineage.generation,
+        reason: `attempt ${input.attempt} was superseded by attempt ${record.attempts}`,
+      };
     }
     if (record && record.outcome !== 'running') {
       // The job was already decided (refused, stale or aborted): a late attempt may not commit it.
-      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: `the compaction already ended as ${record.outcome}` };
+      return {
+        outcome: 'stale',
+        headSessionId: lineage.headSessionId,
+        generation: lineage.generation,
+        reason: `the compaction already ended as ${record.outcome}`,
+      };
     }
     if (lineage.closedAt) return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason: 'the lineage was closed' };
     if (lineage.headSessionId !== job.parentSessionId || lineage.generation !== job.generation) {
@@ -640,7 +680,17 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       .insert(compactions)
       .values({ id: job.jobId, lineageId: job.lineageId, parentSessionId: job.parentSessionId, requestIds: job.requestIds, trigger: job.trigger, ...values })
       .onConflictDoUpdate({ target: compactions.id, set: values });
-    return { outcome: 'compacted', headSessionId: head, generation, carried: carried.length, tokensAfter, messagesAfter: rows.length, alreadyCommitted: false, reason, gateResults: report?.results };
+    return {
+      outcome: 'compacted',
+      headSessionId: head,
+      generation,
+      carried: carried.length,
+      tokensAfter,
+      messagesAfter: rows.length,
+      alreadyCommitted: false,
+      reason,
+      gateResults: report?.results,
+    };
   });
 }
 

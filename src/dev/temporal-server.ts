@@ -103,7 +103,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
  * findTemporalCli), otherwise, as a last resort on a machine with internet, the SDK's own
  * download of the same CLI.
  */
-export async function startLocalTemporal(options: Omit<DevServerOptions, 'cliPath'> & { cliPath?: string; log?: (line: string) => void }): Promise<Omit<DevServer, 'process'>> {
+export async function startLocalTemporal(
+  options: Omit<DevServerOptions, 'cliPath'> & { cliPath?: string; log?: (line: string) => void },
+): Promise<Omit<DevServer, 'process'>> {
   if (options.cliPath) return startDevServer({ ...options, cliPath: options.cliPath });
   options.log?.('no Temporal CLI found or installable here; trying the SDK download (needs internet)');
   const { TestWorkflowEnvironment } = await import('@temporalio/testing');

@@ -58,7 +58,8 @@ const compactionHref = (id: string) => `/compactions/${encodeURIComponent(id)}`;
 function contentText(row: Pick<TranscriptRow, 'content' | 'toolCalls'>): string {
   const parts: string[] = [];
   if (typeof row.content === 'string') parts.push(row.content);
-  else if (Array.isArray(row.content)) parts.push(row.content.map((p) => (p && typeof p === 'object' && 'text' in p ? String(p.text) : JSON.stringify(p))).join(''));
+  else if (Array.isArray(row.content))
+    parts.push(row.content.map((p) => (p && typeof p === 'object' && 'text' in p ? String(p.text) : JSON.stringify(p))).join(''));
   if (Array.isArray(row.toolCalls) && row.toolCalls.length) parts.push(`tool calls: ${JSON.stringify(row.toolCalls)}`);
   return parts.join('\n');
 }
@@ -66,11 +67,13 @@ function contentText(row: Pick<TranscriptRow, 'content' | 'toolCalls'>): string 
 function listPage(result: Awaited<ReturnType<SessionsClient['listLineages']>>, filters: ListLineagesOptions): Html {
   const query = (after: string) => {
     const params = new URLSearchParams();
-    for (const [k, v] of Object.entries({ q: filters.search, source: filters.source, status: filters.status, outcome: filters.lastOutcome })) if (v) params.set(k, v);
+    for (const [k, v] of Object.entries({ q: filters.search, source: filters.source, status: filters.status, outcome: filters.lastOutcome }))
+      if (v) params.set(k, v);
     params.set('after', after);
     return `/?${params.toString()}`;
   };
-  const option = (value: string, selected: string | undefined) => html`<option value="${value}" ${value === selected ? 'selected' : ''}>${value || 'any'}</option>`;
+  const option = (value: string, selected: string | undefined) =>
+    html`<option value="${value}" ${value === selected ? 'selected' : ''}>${value || 'any'}</option>`;
   return page(
     'Lineages',
     html`<h1>Lineages</h1>
@@ -83,7 +86,9 @@ function listPage(result: Awaited<ReturnType<SessionsClient['listLineages']>>, f
 </form>
 <table id="lineages"><thead><tr><th>lineage</th><th>head</th><th>source</th><th>mode</th><th>status</th><th>compactions</th><th>head tokens</th><th>last outcome</th><th>last compaction</th></tr></thead><tbody>
 ${result.lineages.map(
-  (l) => html`<tr><td><a href="${lineageHref(l.lineageId)}">${l.lineageId}</a></td><td>${l.headSessionId}</td><td>${l.source ?? '-'}</td><td>${l.mode}</td><td>${l.closed ? 'closed' : 'live'}</td>
+  (
+    l,
+  ) => html`<tr><td><a href="${lineageHref(l.lineageId)}">${l.lineageId}</a></td><td>${l.headSessionId}</td><td>${l.source ?? '-'}</td><td>${l.mode}</td><td>${l.closed ? 'closed' : 'live'}</td>
 <td class="num">${l.generation}</td><td class="num">${l.headTokens}</td><td class="outcome-${l.lastOutcome ?? 'none'}">${l.lastOutcome ?? '-'}${l.lastReason ? html`: ${l.lastReason}` : ''}</td><td>${time(l.lastCompactionAt)}</td></tr>`,
 )}
 </tbody></table>
@@ -181,7 +186,10 @@ export function createInspectorApp(options: InspectorOptions): Hono {
     if (error instanceof InvalidInputError) return c.html(page('Bad request', html`<h1>Bad request</h1><p>${error.message}</p>`), 400);
     // Details (which may hold a query's text) go to the log, not to the browser.
     console.error(`inspector: ${c.req.method} ${c.req.path}:`, error);
-    return c.html(page('Error', html`<h1>Error</h1><p>The inspector could not read what this page shows (is Postgres up?). Details are in the inspector's log.</p>`), 500);
+    return c.html(
+      page('Error', html`<h1>Error</h1><p>The inspector could not read what this page shows (is Postgres up?). Details are in the inspector's log.</p>`),
+      500,
+    );
   });
   app.get('/', async (c) => {
     const q = (name: string) => c.req.query(name) || undefined;

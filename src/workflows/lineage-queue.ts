@@ -69,7 +69,11 @@ export class LineageQueue {
 
   /** Answered, waiting, or in the running job: a request id this run will never run again. */
   isKnown(requestId: string): boolean {
-    return this.answers.has(requestId) || this.waiting.some((r) => r.requestId === requestId) || (this.running?.requests.some((r) => r.requestId === requestId) ?? false);
+    return (
+      this.answers.has(requestId) ||
+      this.waiting.some((r) => r.requestId === requestId) ||
+      (this.running?.requests.some((r) => r.requestId === requestId) ?? false)
+    );
   }
 
   answerOf(requestId: string): CompactResult | undefined {

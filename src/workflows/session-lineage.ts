@@ -9,7 +9,20 @@
  * Transcripts never pass through this workflow's history: the activity reads and writes them
  * in Postgres.
  */
-import { allHandlersFinished, ApplicationFailure, condition, continueAsNew, log, metricMeter, patched, setCurrentDetails, setHandler, upsertSearchAttributes, uuid4, workflowInfo } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  log,
+  metricMeter,
+  patched,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  uuid4,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { HandlerUnfinishedPolicy } from '@temporalio/common';
 import { LineageClosedError } from '../errors';
 import { lineageActivities, runCompactionJob } from './compaction-job';
@@ -28,7 +41,12 @@ export const PATCH_CHECK_CLOSED_AT_START = 'check-closed-at-start';
 export async function sessionLineageWorkflow(input: contract.SessionLineageInput): Promise<void> {
   // Metrics are emitted only when code runs for the first time, never on replay.
   const jobsByOutcome = metricMeter.createCounter('session_compactions', 'jobs', 'Compaction jobs by outcome');
-  const queueDepth = metricMeter.createHistogram('session_compaction_queue_depth', 'int', 'requests', 'Requests answered by a job plus requests still waiting, at each job');
+  const queueDepth = metricMeter.createHistogram(
+    'session_compaction_queue_depth',
+    'int',
+    'requests',
+    'Requests answered by a job plus requests still waiting, at each job',
+  );
   const settings: LineageSettings = { ...DEFAULT_LINEAGE_SETTINGS, ...input.settings };
   const { lineageId, mode } = input;
   const queue = new LineageQueue({ sessionId: input.headSessionId, generation: input.generation }, input.carried);
@@ -77,8 +95,12 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
     { description: 'Request a compaction without waiting; the result can be read with the requestResult query.' },
   );
   setHandler(contract.closeSignal, () => queue.close(), { description: 'Close the lineage: finish the queue, mark the lineage closed in Postgres, complete.' });
-  setHandler(contract.stateQuery, () => queue.view({ lineageId, mode }), { description: 'Head, generation, queue and the running compaction of this lineage.' });
-  setHandler(contract.requestStatusQuery, (requestIds) => queue.status(requestIds), { description: 'Where each request stands in this run: answered (with its result), pending, or unknown.' });
+  setHandler(contract.stateQuery, () => queue.view({ lineageId, mode }), {
+    description: 'Head, generation, queue and the running compaction of this lineage.',
+  });
+  setHandler(contract.requestStatusQuery, (requestIds) => queue.status(requestIds), {
+    description: 'Where each request stands in this run: answered (with its result), pending, or unknown.',
+  });
   setHandler(contract.requestResultQuery, (requestId) => queue.answerOf(requestId) ?? null, {
     description: 'The result of a compaction request by its request id, or null while it is pending or unknown.',
   });

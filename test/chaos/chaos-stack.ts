@@ -63,7 +63,11 @@ export async function startChaosStack(name: string, env: Record<string, string> 
   const config = loadConfig(fullEnv);
   const db = openDatabase(pg.url);
   await runMigrations(db);
-  const client = await SessionsClient.connect({ config, database: db, settings: { retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000, maxAttempts: 20 } });
+  const client = await SessionsClient.connect({
+    config,
+    database: db,
+    settings: { retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000, maxAttempts: 20 },
+  });
   const workers = new Set<ChildProcess>();
 
   const stack: ChaosStack = {

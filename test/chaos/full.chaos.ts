@@ -7,7 +7,15 @@ import path from 'node:path';
 import { afterAll, it } from 'vitest';
 import { expectBadInput, expectLlmFaults, expectPostgresRestart, expectStorm, expectTemporalKill, expectWorkerKill } from './checks';
 import { reliabilityTable } from './report';
-import { badInput, llmFaults, postgresRestartedMidCommit, type ReliabilityRow, temporalKilledMidCompaction, workerKilledMidSummary, workerStorm } from './scenarios';
+import {
+  badInput,
+  llmFaults,
+  postgresRestartedMidCommit,
+  type ReliabilityRow,
+  temporalKilledMidCompaction,
+  workerKilledMidSummary,
+  workerStorm,
+} from './scenarios';
 
 const rows: ReliabilityRow[] = [];
 const kept = <T extends ReliabilityRow>(row: T): T => {

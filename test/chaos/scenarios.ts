@@ -118,7 +118,9 @@ async function row(
     lostWrites: report.lostMessages + report.sequenceGaps,
     duplicatedWrites: report.duplicatedMessages,
     errorsToCallers: callers.errors.length,
-    ...(callers.errors.length ? { notes: `${base.notes ? `${base.notes}; ` : ''}first error: ${String((callers.errors[0] as Error).message ?? callers.errors[0]).slice(0, 200)}` } : {}),
+    ...(callers.errors.length
+      ? { notes: `${base.notes ? `${base.notes}; ` : ''}first error: ${String((callers.errors[0] as Error).message ?? callers.errors[0]).slice(0, 200)}` }
+      : {}),
   };
 }
 
@@ -208,7 +210,8 @@ export async function postgresRestartedMidCommit(size: { sessions: number }): Pr
   try {
     // The first commit that creates a child sleeps inside its transaction, so the restart
     // lands mid-commit. A sequence is not rolled back, so it fires once.
-    await stack.db.db.execute(sql.raw(`
+    await stack.db.db.execute(
+      sql.raw(`
       create sequence chaos_once;
       create function chaos_slow_commit() returns trigger as $$
       begin
@@ -216,7 +219,8 @@ export async function postgresRestartedMidCommit(size: { sessions: number }): Pr
         return new;
       end $$ language plpgsql;
       create trigger chaos_slow_commit before insert on sessions
-        for each row when (new.parent_session_id is not null) execute function chaos_slow_commit();`));
+        for each row when (new.parent_session_id is not null) execute function chaos_slow_commit();`),
+    );
     await stack.startWorker();
     const ledger = new AppendLedger();
     const ids = await sessionsWithHistory(stack, 'pr', size.sessions, ledger);
@@ -225,7 +229,7 @@ export async function postgresRestartedMidCommit(size: { sessions: number }): Pr
     const callers = new Callers();
     for (const id of ids) void callers.send(() => stack.client.compact(id));
     let commitSleeping = false;
-    for (const deadline = Date.now() + 30_000; !commitSleeping && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 30_000; !commitSleeping && Date.now() < deadline;) {
       const sleeping = await stack.db.db.execute(sql`select count(*)::int as n from pg_stat_activity where wait_event = 'PgSleep'`);
       commitSleeping = (sleeping.rows[0] as { n: number }).n > 0;
       if (!commitSleeping) await sleep(50);
@@ -280,7 +284,12 @@ export async function llmFaults(): Promise<ReliabilityRow> {
     }
     return await row(
       stack,
-      { scenario: 'LLM faults', faults: faults.map((f) => f.name).join(', '), recoverySeconds: null, notes: unexpected.length ? `unexpected: ${unexpected.join('; ')}` : '401 aborted, the rest compacted' },
+      {
+        scenario: 'LLM faults',
+        faults: faults.map((f) => f.name).join(', '),
+        recoverySeconds: null,
+        notes: unexpected.length ? `unexpected: ${unexpected.join('; ')}` : '401 aborted, the rest compacted',
+      },
       callers,
       ledger,
     );
@@ -352,7 +361,10 @@ export async function workerStorm(size: StormOptions): Promise<StormRow> {
         (async () => {
           for (let n = 0; running; n++) {
             const marker = `${id}/a${n}`;
-            const batch = [{ role: 'user', content: `${marker} next step please` }, { role: 'assistant', content: `done ${marker}` }];
+            const batch = [
+              { role: 'user', content: `${marker} next step please` },
+              { role: 'assistant', content: `done ${marker}` },
+            ];
             try {
               ledger.record(id, batch, await stack.client.append(id, batch));
               appended++;
@@ -456,7 +468,22 @@ function prng(seed: number) {
   return { next, pick, int: (n: number) => Math.floor(next() * n) };
 }
 
-const ODD_STRINGS = ['', ' ', '../../etc/passwd', "x'; drop table sessions; --", 'a/b\\c', '\u0000nul', '\ud800lone', '🙂emoji', 'ünïcödé', '%00%2e%2e', '$(rm -rf /)', '<script>', 'x'.repeat(300), '\n\t'];
+const ODD_STRINGS = [
+  '',
+  ' ',
+  '../../etc/passwd',
+  "x'; drop table sessions; --",
+  'a/b\\c',
+  '\u0000nul',
+  '\ud800lone',
+  '🙂emoji',
+  'ünïcödé',
+  '%00%2e%2e',
+  '$(rm -rf /)',
+  '<script>',
+  'x'.repeat(300),
+  '\n\t',
+];
 const ODD_VALUES: unknown[] = [null, undefined, 0, -1, 1e308, NaN, true, [], {}, [1, 2], { $ne: 1 }, 'text', 'x'.repeat(100_000)];
 
 function badSessionId(r: ReturnType<typeof prng>): unknown {
@@ -512,14 +539,24 @@ export async function badInput(size: { iterations: number; cliRuns: number; seed
     } catch (error) {
       callers.answered++;
       if (error instanceof SessionCompactionError) typed++;
-      else if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure && (USER_ERROR_TYPES as readonly string[]).includes(error.cause.type ?? '')) typed++;
+      else if (
+        error instanceof WorkflowUpdateFailedError &&
+        error.cause instanceof ApplicationFailure &&
+        (USER_ERROR_TYPES as readonly string[]).includes(error.cause.type ?? '')
+      )
+        typed++;
       else untyped.push(`${what}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
     }
   };
   try {
     await stack.startWorker();
     const [target] = await sessionsWithHistory(stack, 'fz', 1);
-    const counts = async () => (await stack.db.db.execute(sql`select (select count(*) from sessions) s, (select count(*) from messages) m, (select count(*) from lineages) l, (select count(*) from compactions) c`)).rows[0];
+    const counts = async () =>
+      (
+        await stack.db.db.execute(
+          sql`select (select count(*) from sessions) s, (select count(*) from messages) m, (select count(*) from lineages) l, (select count(*) from compactions) c`,
+        )
+      ).rows[0];
     const before = await counts();
     const connection = await Connection.connect({ address: stack.config.temporal.address });
     const raw = new Client({ connection }).workflow.getHandle(lineageWorkflowId(target));
@@ -530,20 +567,36 @@ export async function badInput(size: { iterations: number; cliRuns: number; seed
           const id = badSessionId(r);
           await expectTyped(`createSession(${JSON.stringify(id)?.slice(0, 40)})`, () => stack.client.createSession({ sessionId: id as string }));
         } else if (kind === 1) {
-          await expectTyped('createSession(bad mode/source)', () => stack.client.createSession({ sessionId: `fz-new-${i}`, ...(r.next() < 0.5 ? { mode: r.pick(['fork', '', 7]) as never } : { source: r.pick([5, '', 'x'.repeat(101)]) as never }) }));
+          await expectTyped('createSession(bad mode/source)', () =>
+            stack.client.createSession({
+              sessionId: `fz-new-${i}`,
+              ...(r.next() < 0.5 ? { mode: r.pick(['fork', '', 7]) as never } : { source: r.pick([5, '', 'x'.repeat(101)]) as never }),
+            }),
+          );
         } else if (kind === 2) {
           const batch = Array.from({ length: 1 + r.int(4) }, () => ({ role: 'user', content: 'fine' }) as unknown);
           batch.splice(r.int(batch.length + 1), 0, badMessage(r));
-          await expectTyped('append(bad batch)', () => stack.client.append(r.next() < 0.8 ? target : (badSessionId(r) as string), r.next() < 0.9 ? batch : r.pick(ODD_VALUES)));
+          await expectTyped('append(bad batch)', () =>
+            stack.client.append(r.next() < 0.8 ? target : (badSessionId(r) as string), r.next() < 0.9 ? batch : r.pick(ODD_VALUES)),
+          );
         } else if (kind === 3) {
           await expectTyped('compact(bad options)', () => stack.client.compact(target, badCompactOptions(r) as never));
         } else if (kind === 4) {
-          const request = r.next() < 0.5 ? { sessionId: target, ...badCompactOptions(r) } : { sessionId: badSessionId(r), ...(r.next() < 0.5 ? badCompactOptions(r) : {}) };
+          const request =
+            r.next() < 0.5 ? { sessionId: target, ...badCompactOptions(r) } : { sessionId: badSessionId(r), ...(r.next() < 0.5 ? badCompactOptions(r) : {}) };
           await expectTyped('raw Update', () => raw.executeUpdate(compactUpdate, { args: [request as never] }));
         } else {
           // A signal cannot be rejected: it must be dropped without harming the workflow.
           callers.requests++;
-          await raw.signal('requestCompaction', r.pick([{ sessionId: target, background: true }, { sessionId: badSessionId(r) }, r.pick(ODD_VALUES), { sessionId: target, ...badCompactOptions(r) }]) as never);
+          await raw.signal(
+            'requestCompaction',
+            r.pick([
+              { sessionId: target, background: true },
+              { sessionId: badSessionId(r) },
+              r.pick(ODD_VALUES),
+              { sessionId: target, ...badCompactOptions(r) },
+            ]) as never,
+          );
           callers.answered++;
           typed++;
         }
@@ -583,7 +636,15 @@ export async function badInput(size: { iterations: number; cliRuns: number; seed
     } finally {
       await connection.close();
     }
-    const base = await row(stack, { scenario: 'bad input (fuzz)', faults: `${size.iterations} bad calls (client, raw Updates, signals), ${size.cliRuns} CLI runs, seed ${size.seed}`, recoverySeconds: null }, callers);
+    const base = await row(
+      stack,
+      {
+        scenario: 'bad input (fuzz)',
+        faults: `${size.iterations} bad calls (client, raw Updates, signals), ${size.cliRuns} CLI runs, seed ${size.seed}`,
+        recoverySeconds: null,
+      },
+      callers,
+    );
     return { ...base, errorsToCallers: untyped.length, typed, untyped };
   } finally {
     await stack.close();

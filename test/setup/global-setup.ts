@@ -44,7 +44,10 @@ export default async function setup(project: TestProject) {
   const server = await startLocalTemporal({ cliPath: findTemporalCli(), port: await freePort(), headless: true, log: console.warn });
   stops.push(() => server.stop());
 
-  const { code } = await bundleWorkflowCode({ workflowsPath: path.resolve(__dirname, '../../src/workflows/index.ts'), logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: path.resolve(__dirname, '../../src/workflows/index.ts'),
+    logger: { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never,
+  });
   const workflowBundlePath = path.join(runDir, 'workflow-bundle.js');
   writeFileSync(workflowBundlePath, code);
 

@@ -6,11 +6,14 @@ export function conversation(turns: number, options: { toolCalls?: boolean } = {
   for (let i = 0; i < turns; i++) {
     messages.push({ role: 'user', content: `Request ${i}: please refactor module ${i}; keep the public API stable and add tests for the edge cases.` });
     if (options.toolCalls !== false) {
-      messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'edit_file', arguments: JSON.stringify({ path: `src/module${i}.ts` }) } }] });
+      messages.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: `call_${i}`, type: 'function', function: { name: 'edit_file', arguments: JSON.stringify({ path: `src/module${i}.ts` }) } }],
+      });
       messages.push({ role: 'tool', tool_call_id: `call_${i}`, content: `edited src/module${i}.ts: 42 lines changed, tests pass. `.repeat(4) });
     }
     messages.push({ role: 'assistant', content: `Module ${i} is refactored and its tests pass.` });
   }
   return messages;
 }
-

@@ -89,7 +89,10 @@ export class AppendLedger {
         [lineageId],
       );
       report.forks.push(...forks.rows.map((r) => r.parent));
-      const live = await pool.query<{ id: string }>('select id from sessions where lineage_id = $1 and ended_at is null and id <> $2', [lineageId, lineage.head]);
+      const live = await pool.query<{ id: string }>('select id from sessions where lineage_id = $1 and ended_at is null and id <> $2', [
+        lineageId,
+        lineage.head,
+      ]);
       report.orphans.push(...live.rows.map((r) => r.id));
 
       const headRows = (
@@ -150,7 +153,15 @@ export class AppendLedger {
 
 /** The problems of a report, for `expect(problems(report)).toEqual([])`. */
 export function ledgerProblems(report: LedgerReport): string[] {
-  const list = (what: string, entries: LedgerEntry[]) => (entries.length ? [`${entries.length} ${what}: ${entries.slice(0, 5).map((e) => `${e.lineageId}#${e.lineageSeq}`).join(', ')}`] : []);
+  const list = (what: string, entries: LedgerEntry[]) =>
+    entries.length
+      ? [
+          `${entries.length} ${what}: ${entries
+            .slice(0, 5)
+            .map((e) => `${e.lineageId}#${e.lineageSeq}`)
+            .join(', ')}`,
+        ]
+      : [];
   return [
     ...list('lost', report.lost),
     ...list('duplicated', report.duplicated),

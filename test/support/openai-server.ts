@@ -21,7 +21,9 @@ export interface ChatCompletionsServer {
  * Serves POST …/chat/completions on 127.0.0.1 (a free port) with `handle`, which gets the
  * request body as text once it has fully arrived.
  */
-export async function serveChatCompletions(handle: (body: string, req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>): Promise<ChatCompletionsServer> {
+export async function serveChatCompletions(
+  handle: (body: string, req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>,
+): Promise<ChatCompletionsServer> {
   const sockets = new Set<Socket>();
   const server = http.createServer(async (req, res) => {
     const chunks: Buffer[] = [];
@@ -72,7 +74,8 @@ export interface ChunkStream {
 /** Starts a server-sent-event answer: chat.completion.chunk events, as the chat API streams them. */
 export function startChunkStream(res: http.ServerResponse, id: string, model: string): ChunkStream {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const send = (rest: { choices: unknown[]; usage?: typeof USAGE }) => res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model, ...rest })}\n\n`);
+  const send = (rest: { choices: unknown[]; usage?: typeof USAGE }) =>
+    res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model, ...rest })}\n\n`);
   return {
     delta: (delta, finishReason = null) => send({ choices: [{ index: 0, delta, finish_reason: finishReason }] }),
     end() {

@@ -44,7 +44,8 @@ export async function startScratchStack(name: string, options: ScratchStackOptio
   const metricsPort = options.metrics ? await freePort() : undefined;
   if (metricsPort !== undefined) extraArgs.unshift('--metrics-port', String(metricsPort));
   // The SDK's download (the fallback without a CLI) takes no extra arguments: fail rather than drop them.
-  if (!cliPath && extraArgs.length > 0) throw new Error(`${name}: dev server arguments (${extraArgs.join(' ')}) need the Temporal CLI: run npm run temporal:install`);
+  if (!cliPath && extraArgs.length > 0)
+    throw new Error(`${name}: dev server arguments (${extraArgs.join(' ')}) need the Temporal CLI: run npm run temporal:install`);
   const dir = mkdtempSync(path.join(os.tmpdir(), `${name}-`));
   const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), database: name.replace(/\W/g, '_') });
   const server = await startLocalTemporal({ cliPath, port: await freePort(), headless: true, extraArgs, log: console.warn });

@@ -178,7 +178,14 @@ export class ScriptedAgent {
 
   private newUserRequest(turn: number): ChatMessage {
     const n = this.userRequests.length + 1;
-    const tasks = ['fix the failing parser test', 'document the tokenizer', 'speed up the build', 'rename the session module', 'add a retry to the fetcher', 'explain the crash in main.ts'];
+    const tasks = [
+      'fix the failing parser test',
+      'document the tokenizer',
+      'speed up the build',
+      'rename the session module',
+      'add a retry to the fetcher',
+      'explain the crash in main.ts',
+    ];
     const text = `REQUEST-${this.options.seed}-${n} (turn ${turn}): please ${tasks[Math.floor(this.rand() * tasks.length)]}; ticket ${Math.floor(this.rand() * 1e9).toString(36)}`;
     return { role: 'user', content: text };
   }

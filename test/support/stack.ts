@@ -163,7 +163,11 @@ export function useTestStack(options: TestStackOptions = {}): () => TestStack {
  * Runs `use` with a SessionsClient of its own on the stack (settings other than the stack
  * client's), and closes that client when `use` ends, however it ends.
  */
-export async function withClient<T>(stack: TestStack, options: Omit<SessionsClientOptions, 'config' | 'database'>, use: (client: SessionsClient) => Promise<T>): Promise<T> {
+export async function withClient<T>(
+  stack: TestStack,
+  options: Omit<SessionsClientOptions, 'config' | 'database'>,
+  use: (client: SessionsClient) => Promise<T>,
+): Promise<T> {
   const client = await SessionsClient.connect({ config: stack.config, database: stack.db, ...options });
   try {
     return await use(client);

@@ -66,7 +66,8 @@ export function validateChatRequest(body: unknown): OpenAiError | null {
   // Per-message shape.
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i] as WireMessage;
-    if (!m || typeof m !== 'object') return invalid(`Invalid type for 'messages[${i}]': expected an object, but got ${typeof m} instead.`, `messages[${i}]`, 'invalid_type');
+    if (!m || typeof m !== 'object')
+      return invalid(`Invalid type for 'messages[${i}]': expected an object, but got ${typeof m} instead.`, `messages[${i}]`, 'invalid_type');
     if (typeof m.role !== 'string' || !KNOWN_ROLES.includes(m.role)) {
       return invalid(
         `Invalid value: '${String(m.role)}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`,
@@ -79,16 +80,39 @@ export function validateChatRequest(body: unknown): OpenAiError | null {
       return invalid(`Invalid parameter: only messages with role 'assistant' can have 'tool_calls'.`, `messages.[${i}].tool_calls`);
     }
     if (hasCalls) {
-      if (!Array.isArray(m.tool_calls)) return invalid(`Invalid type for 'messages[${i}].tool_calls': expected an array, but got an object instead.`, `messages[${i}].tool_calls`, 'invalid_type');
+      if (!Array.isArray(m.tool_calls))
+        return invalid(
+          `Invalid type for 'messages[${i}].tool_calls': expected an array, but got an object instead.`,
+          `messages[${i}].tool_calls`,
+          'invalid_type',
+        );
       if (m.tool_calls.length === 0) {
-        return invalid(`Invalid 'messages[${i}].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.`, `messages[${i}].tool_calls`, 'empty_array');
+        return invalid(
+          `Invalid 'messages[${i}].tool_calls': empty array. Expected an array with minimum length 1, but got an empty array instead.`,
+          `messages[${i}].tool_calls`,
+          'empty_array',
+        );
       }
       for (let j = 0; j < m.tool_calls.length; j++) {
         const c = m.tool_calls[j] as WireToolCall;
-        if (typeof c?.id !== 'string') return invalid(`Missing required parameter: 'messages[${i}].tool_calls[${j}].id'.`, `messages[${i}].tool_calls[${j}].id`, 'missing_required_parameter');
-        if (c.type !== 'function') return invalid(`Missing required parameter: 'messages[${i}].tool_calls[${j}].type'.`, `messages[${i}].tool_calls[${j}].type`, 'missing_required_parameter');
+        if (typeof c?.id !== 'string')
+          return invalid(
+            `Missing required parameter: 'messages[${i}].tool_calls[${j}].id'.`,
+            `messages[${i}].tool_calls[${j}].id`,
+            'missing_required_parameter',
+          );
+        if (c.type !== 'function')
+          return invalid(
+            `Missing required parameter: 'messages[${i}].tool_calls[${j}].type'.`,
+            `messages[${i}].tool_calls[${j}].type`,
+            'missing_required_parameter',
+          );
         if (typeof c.function?.name !== 'string' || typeof c.function?.arguments !== 'string') {
-          return invalid(`Missing required parameter: 'messages[${i}].tool_calls[${j}].function'.`, `messages[${i}].tool_calls[${j}].function`, 'missing_required_parameter');
+          return invalid(
+            `Missing required parameter: 'messages[${i}].tool_calls[${j}].function'.`,
+            `messages[${i}].tool_calls[${j}].function`,
+            'missing_required_parameter',
+          );
         }
       }
     }
@@ -96,10 +120,18 @@ export function validateChatRequest(body: unknown): OpenAiError | null {
     if (content === null || content === undefined) {
       if (!(m.role === 'assistant' && hasCalls)) return invalid("Invalid value for 'content': expected a string, got null.", `messages.[${i}].content`);
     } else if (typeof content !== 'string' && !Array.isArray(content)) {
-      return invalid(`Invalid type for 'messages[${i}].content': expected one of a string or array of objects, but got an object instead.`, `messages[${i}].content`, 'invalid_type');
+      return invalid(
+        `Invalid type for 'messages[${i}].content': expected one of a string or array of objects, but got an object instead.`,
+        `messages[${i}].content`,
+        'invalid_type',
+      );
     }
     if (m.name !== undefined && (typeof m.name !== 'string' || !/^[^\s<|\\/>]+$/.test(m.name))) {
-      return invalid(`Invalid 'messages[${i}].name': string does not match pattern. Expected a string that matches the pattern '^[^\\s<|\\\\/>]+$'.`, `messages[${i}].name`, 'invalid_value');
+      return invalid(
+        `Invalid 'messages[${i}].name': string does not match pattern. Expected a string that matches the pattern '^[^\\s<|\\\\/>]+$'.`,
+        `messages[${i}].name`,
+        'invalid_value',
+      );
     }
     if (m.role === 'tool' && typeof m.tool_call_id !== 'string') {
       return invalid("Missing parameter 'tool_call_id': messages with role 'tool' must have a 'tool_call_id'.", `messages.[${i}].tool_call_id`);
@@ -118,7 +150,10 @@ export function validateChatRequest(body: unknown): OpenAiError | null {
       if (!open || !open.ids.includes(id)) return invalid(TOOL_WITHOUT_CALL, `messages.[${i}].role`);
       const earlier = open.answeredAt.get(id);
       if (earlier !== undefined) {
-        return invalid(`Invalid parameter: Duplicate value for 'tool_call_id' of '${id}', in messages[${earlier}] and messages[${i}].`, `messages.[${i}].tool_call_id`);
+        return invalid(
+          `Invalid parameter: Duplicate value for 'tool_call_id' of '${id}', in messages[${earlier}] and messages[${i}].`,
+          `messages.[${i}].tool_call_id`,
+        );
       }
       open.answeredAt.set(id, i);
       continue;
@@ -132,7 +167,10 @@ export function validateChatRequest(body: unknown): OpenAiError | null {
         const id = c.id as string;
         const earlier = callAt.get(id);
         if (earlier !== undefined) {
-          return invalid(`Invalid parameter: Duplicate value for 'tool_calls[].id' of '${id}', in messages[${earlier}] and messages[${i}].`, `messages.[${i}].tool_calls`);
+          return invalid(
+            `Invalid parameter: Duplicate value for 'tool_calls[].id' of '${id}', in messages[${earlier}] and messages[${i}].`,
+            `messages.[${i}].tool_calls`,
+          );
         }
         callAt.set(id, i);
         ids.push(id);
@@ -281,7 +319,12 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
     } catch {
       body = undefined as never;
     }
-    const caller: Caller = body && isSummariserRequest(body, options.summariserModel) ? 'summariser' : typeof body?.model === 'string' && body.model.startsWith(agentModel) ? 'agent' : 'other';
+    const caller: Caller =
+      body && isSummariserRequest(body, options.summariserModel)
+        ? 'summariser'
+        : typeof body?.model === 'string' && body.model.startsWith(agentModel)
+          ? 'agent'
+          : 'other';
     const error = validateChatRequest(body);
     const record: ProviderRequest = {
       caller,
@@ -315,7 +358,12 @@ export async function startStrictProvider(options: StrictProviderOptions = {}): 
     const finishReason = toolCalls ? 'tool_calls' : 'stop';
     const id = `chatcmpl-${requests.length}`;
     if (body.stream !== true) {
-      sendCompletion(res, { id, model, message: { role: 'assistant', content: reply.content, ...(toolCalls ? { tool_calls: toolCalls } : {}), refusal: null }, finishReason });
+      sendCompletion(res, {
+        id,
+        model,
+        message: { role: 'assistant', content: reply.content, ...(toolCalls ? { tool_calls: toolCalls } : {}), refusal: null },
+        finishReason,
+      });
       return;
     }
     const stream = startChunkStream(res, id, model);

@@ -8,7 +8,11 @@ export type WorkerProcess = ChildProcess & { output(): string };
 
 export async function spawnWorkerProcess(
   env: Record<string, string>,
-  options: { workflowBundlePath?: string; echo?: boolean; /** A compiled worker (`npm run build`'s worker.js), run with plain node. */ compiledWorker?: string } = {},
+  options: {
+    workflowBundlePath?: string;
+    echo?: boolean;
+    /** A compiled worker (`npm run build`'s worker.js), run with plain node. */ compiledWorker?: string;
+  } = {},
 ): Promise<WorkerProcess> {
   // tsx as a loader in the worker's own process (not the tsx command, which runs the script
   // in a child): a SIGKILL must reach the worker itself, not a wrapper that leaves it orphaned.
