@@ -93,7 +93,7 @@ export function codecFromKeys(spec: string | undefined): AesGcmPayloadCodec | un
  * The failure converter module used with encryption (plain JavaScript, loaded by path: the
  * build copies it beside the compiled codec and bundles it into the prebuilt workflow bundle).
  */
-export const FAILURE_CONVERTER_PATH = path.join(__dirname, 'failure-converter.js');
+const FAILURE_CONVERTER_PATH = path.join(__dirname, 'failure-converter.js');
 
 /**
  * The data converter of a worker or client when payloads are encrypted: the codec, and the
