@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { appendMessages } from '../src/db/session-store';
 import { InvalidInputError } from '../src/errors';
-import { uniqueId, useTestStack } from './support/stack';
+import { conversation, uniqueId, useTestStack } from './support/stack';
 
 const COOLDOWNS_MS = [3000, 6000];
 const stack = useTestStack({ env: { AUTO_COMPACTION_COOLDOWNS_MS: COOLDOWNS_MS.join(','), AUTO_COMPACTION_RESEND_MS: '3000' } });
@@ -60,6 +60,25 @@ describe('auto-compaction', () => {
     const jobs = await rowsOf(sql`select trigger, outcome from compactions where lineage_id = ${id} order by started_at`);
     expect(jobs.every((j) => j.trigger === 'threshold')).toBe(true);
     expect(jobs.length).toBeLessThanOrEqual(3);
+  });
+
+  it('an automatic request that joined a job which then aborts is settled: the ladder climbs, nothing stays pending', async () => {
+    const id = uniqueId('auto-join');
+    await stack().client.createSession({ sessionId: id, compactAt: 5000 });
+    await stack().client.append(id, conversation(12));
+    // A manual compaction whose summariser fails for good (401), slowly enough to be joined.
+    stack().llm.script({ status: 401, delayMs: 1500 });
+    const manual = stack().client.compact(id, { requestId: uniqueId('manual') });
+    await stack().llm.waitForRequests(1);
+    const crossing = await stack().client.append(id, userMessage(words(6000, 'w')));
+    expect(crossing.compactionRequestId).toBeDefined(); // the automatic request, for the head being compacted
+    expect(await manual).toMatchObject({ outcome: 'aborted' });
+    expect(await stack().client.waitForResult(id, crossing.compactionRequestId!)).toMatchObject({ outcome: 'aborted' });
+    // The fault landed once: one summariser call, for the one job both requests shared.
+    expect(stack().llm.requests).toHaveLength(1);
+    const [lineage] = await rowsOf(sql`select auto_request_id, auto_failures, auto_cooldown_until from lineages where id = ${id}`);
+    expect(lineage).toMatchObject({ auto_request_id: null, auto_failures: 1 });
+    expect(lineage.auto_cooldown_until).not.toBeNull();
   });
 
   it('says so when a compaction cannot bring the head under the threshold, and the ladder applies', async () => {

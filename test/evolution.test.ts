@@ -125,7 +125,7 @@ describe('the continue-as-new-under-load patch', () => {
       const root = uniqueId('can');
       await old.client.createSession({ sessionId: root });
       await old.client.append(root, conversation(12));
-      old.llm.script({ chunks: 6, chunkDelayMs: 300 }); // the first summary streams for ~2 s
+      old.llm.script({ chunks: 20, chunkDelayMs: 300 }); // the first summary streams for ~6 s: room for the signal on a loaded machine
       const first = old.client.compact(root, { requestId: 'first' });
       await old.llm.waitForRequests(1);
       const handle = old.temporal.workflow.getHandle(lineageWorkflowId(root));

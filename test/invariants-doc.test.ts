@@ -41,12 +41,21 @@ export function occursAsWord(text: string, name: string): boolean {
   return new RegExp(`(?<![A-Za-z0-9_$])${escapeRegExp(name)}(?![A-Za-z0-9_$])`).test(text);
 }
 
-/** Whether `title` is the title of an `it`/`test` call in the test file's source. */
+/**
+ * Whether `title` is the title of an `it`/`test` call in the test file's source: on the call's
+ * line or, where the formatter broke the call (`it.each([...])(` then the title), the two after.
+ */
 export function isTestTitle(source: string, title: string): boolean {
-  return source.split('\n').some((raw) => {
-    if (!TEST_CALL.test(raw)) return false;
-    const line = raw.replace(/\\(['"`])/g, '$1');
-    return ["'", '"', '`'].some((q) => line.includes(`${q}${title}${q}`));
+  const lines = source.split('\n');
+  return lines.some((raw, i) => {
+    const call = TEST_CALL.exec(raw);
+    if (!call) return false;
+    // The first argument: what follows the call's opening parenthesis, on its line or the next.
+    const argument = [raw.slice(call.index + call[0].length), ...lines.slice(i + 1, i + 3)]
+      .join('\n')
+      .trimStart()
+      .replace(/\\(['"`])/g, '$1');
+    return ["'", '"', '`'].some((q) => argument.startsWith(`${q}${title}${q}`));
   });
 }
 

@@ -61,16 +61,21 @@ export async function runCompactionJob(job: Job, { lineageId, mode, generation, 
     // A lost attempt may have committed before the abort was recorded: Postgres decides.
     // (Histories recorded before this returned a value replay with `undefined`, and before
     // it returned a JobResult with no reason or previous session: the answer is the same.)
-    const settled = await lineageActivities.recordAbortedCompaction({ ...base, reason });
+    const settled = await lineageActivities.recordAbortedCompaction({
+      ...base,
+      // The requests now, joined ones included: an automatic request among them is settled.
+      requestIds: job.requests.map((r) => r.requestId),
+      reason,
+    });
     if (!settled) return { outcome: 'aborted', sessionId: job.headSessionId, generation, reason };
     const previousSessionId = settled.previousSessionId ?? (mode === 'rotate' ? job.headSessionId : undefined);
     result = settled.outcome === 'compacted' ? { ...settled, previousSessionId } : { ...settled, reason };
   }
-  return answerOf(result);
+  return toAnswer(result);
 }
 
 /** The answer every request of the job gets: the wire result, without its request id. */
-function answerOf(result: JobResult): Answer {
+function toAnswer(result: JobResult): Answer {
   return {
     outcome: result.outcome,
     sessionId: result.headSessionId,

@@ -370,11 +370,12 @@ class SessionsClient:
             if answer:
                 return answer
             if polls % 20 == 0:
+                # Answered by a run that is gone (the current one may be a newer run): Postgres has it.
+                recorded = await self.recorded_answer(lineage_id, request_id)
+                if recorded is not None:
+                    return recorded
                 description = await handle.describe()
                 if description.status is not None and description.status.name != "RUNNING":
-                    recorded = await self.recorded_answer(lineage_id, request_id)
-                    if recorded is not None:
-                        return recorded
                     raise SessionCompactionError(
                         f"the lineage workflow ended ({description.status.name}) before answering request {request_id}; send it again with the same request id"
                     )

@@ -19,7 +19,7 @@ BEGIN
   figures := jsonb_strip_nulls(jsonb_build_object(
     'tokensBefore', c.tokens_before, 'tokensAfter', c.tokens_after,
     'messagesBefore', c.messages_before, 'messagesAfter', c.messages_after,
-    'reason', nullif(c.reason, ''), 'gate', c.gate));
+    'reason', nullif(c.reason, ''), 'gate', nullif(c.gate, '')));
   IF c.outcome = 'compacted' THEN
     RETURN jsonb_strip_nulls(jsonb_build_object(
       'requestId', p_request_id, 'outcome', 'compacted', 'sessionId', c.child_session_id,
