@@ -139,6 +139,34 @@ describe('a request id resent by signal after its run is gone', () => {
   });
 });
 
+describe('a request that joined a running job', () => {
+  it('is recorded with its job, so resent after its run is gone it is answered, not run again (in place)', async () => {
+    await withClient(stack(), { settings: { idleTimeoutMs: 1000 } }, async (client) => {
+      const id = uniqueId('joined');
+      await client.createSession({ sessionId: id, mode: 'in_place' }); // the head keeps its id: a rerun would compact again
+      await client.append(id, conversation(12));
+      stack().llm.script({ chunks: 20, chunkDelayMs: 300 }); // ~6 s: room for the second caller to join
+      const first = client.compact(id, { requestId: uniqueId('first') });
+      await stack().llm.waitForRequests(1);
+      const joinedId = uniqueId('joined-req');
+      const joined = await client.compact(id, { requestId: joinedId });
+      expect(joined).toMatchObject({ outcome: 'compacted', sessionId: id, generation: 1 });
+      await first;
+      expect(await latestRunStatus(stack(), id, 20_000)).toBe('COMPLETED'); // the run that answered is gone
+
+      await client.append(id, conversation(12).slice(1)); // plenty to summarise again
+      expect(await client.compact(id, { requestId: joinedId })).toMatchObject({ outcome: 'compacted', sessionId: id, generation: 1 });
+      await client.requestCompaction(id, { requestId: joinedId });
+      expect(await client.waitForResult(id, joinedId, { timeoutMs: 30_000 })).toMatchObject({ outcome: 'compacted', generation: 1 });
+      // Our own ledger: one summariser call in all, and the joined id is in the job's row.
+      expect(stack().llm.requests).toHaveLength(1);
+      const rows = (await stack().db.db.execute(sql`select request_ids from compactions where lineage_id = ${id}`)).rows as Array<{ request_ids: string[] }>;
+      expect(rows).toHaveLength(1);
+      expect(rows[0].request_ids).toContain(joinedId);
+    });
+  });
+});
+
 describe('closed lineages stay closed', () => {
   it('requestCompaction is refused with LineageClosedError and nothing is sent', async () => {
     const id = await newSession();

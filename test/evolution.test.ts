@@ -8,14 +8,19 @@
  */
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
 import { sql } from 'drizzle-orm';
 import { describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../src/config';
 import { LineageClosedError } from '../src/errors';
 import { compactSignal, lineageWorkflowId } from '../src/workflows/contract';
-import { PATCH_CHECK_CLOSED_AT_START, PATCH_CLOSE_MARKS_LINEAGE, PATCH_CONTINUE_AS_NEW_UNDER_LOAD } from '../src/workflows/session-lineage';
+import {
+  PATCH_CHECK_CLOSED_AT_START,
+  PATCH_CLOSE_MARKS_LINEAGE,
+  PATCH_CONTINUE_AS_NEW_UNDER_LOAD,
+  PATCH_RECORD_JOINED_REQUESTS,
+} from '../src/workflows/patches';
 import { conversation, startTestStack, uniqueId, useTestStack } from './support/stack';
 
 // Recorded before the close path changed; kept apart from the re-recordable histories.
@@ -55,6 +60,14 @@ describe('evolving the workflow with patched()', () => {
   });
 });
 
+/**
+ * Keeps a history of an old path in test/replay/fixed/ (never re-recorded; the replay suite
+ * replays it on every run) when the test is run with SAVE_FIXED_HISTORIES=1.
+ */
+function keepFixed(file: string, history: Parameters<typeof historyToJSON>[0]): void {
+  if (process.env.SAVE_FIXED_HISTORIES === '1') writeFileSync(path.join(__dirname, 'replay/fixed', file), historyToJSON(history));
+}
+
 /** The ids of the patches a history's markers record. */
 function patchesOf(
   events: ReadonlyArray<{
@@ -69,13 +82,13 @@ function patchesOf(
     .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data']!.payloads![0].data!).toString('utf8')).id);
 }
 
-/** Today's workflow code with one change to its source, bundled from a copy inside the project. */
-async function bundleWithout(name: string, from: string, to: string): Promise<string> {
+/** Today's workflow code with one change to one workflow file, bundled from a copy inside the project. */
+async function bundleWithout(name: string, from: string, to: string, workflowFile = 'session-lineage.ts'): Promise<string> {
   const dir = path.join(inject('stack').runDir, name);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   cpSync(path.join(PROJECT_ROOT, 'src'), path.join(dir, 'src'), { recursive: true });
-  const file = path.join(dir, 'src/workflows/session-lineage.ts');
+  const file = path.join(dir, 'src/workflows', workflowFile);
   const source = readFileSync(file, 'utf8');
   const changed = source.replace(from, to);
   expect(changed).not.toBe(source);
@@ -145,10 +158,10 @@ describe('the continue-as-new-under-load patch', () => {
     // The old path landed: the limit was reached with a request waiting, and the run ran it
     // (a second summary) before continuing as new, with no patch marker.
     const events = history.events ?? [];
-    const types = events.map((e) => String(e.eventType));
-    expect(types.filter((t) => t === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED' || t === '10')).toHaveLength(2);
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(2);
     expect(patchesOf(events)).not.toContain(PATCH_CONTINUE_AS_NEW_UNDER_LOAD);
     expect(events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    keepFixed('v2-limit-with-queue-before-continue-as-new-under-load.json', history);
 
     await expect(
       Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, 'old-limit-with-queue'),
@@ -159,5 +172,47 @@ describe('the continue-as-new-under-load patch', () => {
       'shouldContinueAsNew()',
     );
     await expect(Worker.runReplayHistory({ workflowBundle: { code: unguarded } }, history, 'old-limit-with-queue')).rejects.toThrow(/[Nn]ondeterminism/);
+  });
+});
+
+describe('the record-joined-requests patch', () => {
+  const GUARDED = 'if (joined.length === 0 || !patched(PATCH_RECORD_JOINED_REQUESTS)) return answer;';
+
+  it('a run of the code before it (a request joined a running job) replays on today code, and fails to without the guard', async () => {
+    const oldCode = await bundleWithout('before-record-joined-requests', GUARDED, 'return answer;', 'compaction-job.ts');
+    const bundlePath = path.join(inject('stack').runDir, 'before-record-joined-requests.js');
+    writeFileSync(bundlePath, oldCode);
+    const old = await startTestStack({ noWorker: true });
+    let history;
+    try {
+      await old.startWorker({ workflowBundlePath: bundlePath });
+      const root = uniqueId('joined');
+      await old.client.createSession({ sessionId: root });
+      await old.client.append(root, conversation(12));
+      old.llm.script({ chunks: 20, chunkDelayMs: 300 }); // ~6 s: room for the second caller to join
+      const first = old.client.compact(root, { requestId: 'first' });
+      await old.llm.waitForRequests(1);
+      const joined = await old.client.compact(root, { requestId: 'joined' });
+      expect(joined).toMatchObject({ outcome: 'compacted', sessionId: (await first).sessionId });
+      await old.client.closeSession(joined.sessionId);
+      history = await old.temporal.workflow.getHandle(lineageWorkflowId(root)).fetchHistory();
+    } finally {
+      await old.close();
+    }
+    // The old path landed: an Update was accepted while the one summary ran (it joined), and
+    // nothing recorded it afterwards.
+    const events = history.events ?? [];
+    const scheduled = events.findIndex((e) => e.activityTaskScheduledEventAttributes);
+    const completed = events.findIndex((e) => e.activityTaskCompletedEventAttributes);
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(1);
+    expect(events.slice(scheduled, completed).some((e) => e.workflowExecutionUpdateAcceptedEventAttributes)).toBe(true);
+    expect(patchesOf(events)).not.toContain(PATCH_RECORD_JOINED_REQUESTS);
+    keepFixed('v2-joined-request-before-record-joined-requests.json', history);
+
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, 'old-joined-request'),
+    ).resolves.toBeUndefined();
+    const unguarded = await bundleWithout('unguarded-record-joined-requests', GUARDED, 'if (joined.length === 0) return answer;', 'compaction-job.ts');
+    await expect(Worker.runReplayHistory({ workflowBundle: { code: unguarded } }, history, 'old-joined-request')).rejects.toThrow(/[Nn]ondeterminism/);
   });
 });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, inject, it } from 'vitest';
-import { PATCH_CHECK_CLOSED_AT_START, PATCH_CONTINUE_AS_NEW_UNDER_LOAD } from '../src/workflows/session-lineage';
+import { PATCH_CHECK_CLOSED_AT_START, PATCH_CONTINUE_AS_NEW_UNDER_LOAD } from '../src/workflows/patches';
 
 const HISTORIES_DIR = path.resolve(__dirname, 'replay/histories');
 /** Histories from older workflow code, never re-recorded (see test/evolution.test.ts). */

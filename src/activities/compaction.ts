@@ -25,10 +25,11 @@ import {
   type CompactionJob,
   finishJob,
   lineageOf,
+  recordJoinedRequests as recordJoinedRequestsInStore,
   sessionMessages,
 } from '../db/session-store';
 import { withSpan } from '../tracing';
-import type { CompactionMode, CompactResult } from '../workflows/contract';
+import type { CompactionMode, CompactionOutcome, CompactResult } from '../workflows/contract';
 import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
 
 export interface CompactSessionInput extends CompactionJob {
@@ -281,6 +282,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     return { ...settled, previousSessionId: settled.headSessionId !== job.parentSessionId ? job.parentSessionId : undefined };
   }
 
+  /** Records the requests that joined a job while it ran (see recordJoinedRequests). */
+  async function recordJoinedRequests(input: Pick<CompactionJob, 'jobId' | 'lineageId' | 'requestIds'> & { outcome: CompactionOutcome }): Promise<void> {
+    const { outcome, ...job } = input;
+    await recordJoinedRequestsInStore(deps.db, job, outcome, policy);
+  }
+
   /** Whether the lineage was closed in Postgres (a new workflow run checks first). */
   async function isLineageClosed(lineageId: string): Promise<boolean> {
     return (await lineageOf(deps.db, lineageId)).closed;
@@ -291,7 +298,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     await closeLineage(deps.db, lineageId);
   }
 
-  return { compactSession, recordAbortedCompaction, markLineageClosed, isLineageClosed };
+  return { compactSession, recordAbortedCompaction, recordJoinedRequests, markLineageClosed, isLineageClosed };
 }
 
 export type CompactionActivities = ReturnType<typeof createCompactionActivities>;

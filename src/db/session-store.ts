@@ -7,7 +7,7 @@ import { and, asc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
 import type { ChatMessage } from '../compaction/messages';
 import type { GateReport } from '../compaction/gates';
 import { InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
-import { childSessionId, type CompactionMode, type CompactResult } from '../workflows/contract';
+import { childSessionId, type CompactionMode, type CompactionOutcome, type CompactResult } from '../workflows/contract';
 import type { Database } from './database';
 import { compactions, lineages, messages, rowToMessage, sessions } from './schema';
 
@@ -414,6 +414,30 @@ export async function beginJob(db: Database, job: CompactionJob, model: string, 
     .onConflictDoUpdate({ target: compactions.id, set: { attempts: sql`greatest(${compactions.attempts}, excluded.attempts)` } })
     .returning();
   return row;
+}
+
+/**
+ * Adds the requests that joined a job while it ran to its audit row, so that their answer
+ * outlives the workflow run as well (`recordedAnswer`), and settles an automatic request among
+ * them as the job ended (a refused or aborted job climbs the ladder; otherwise it is no longer
+ * pending). Idempotent: an id already in the row is not added again.
+ */
+export async function recordJoinedRequests(
+  db: Database,
+  job: Pick<CompactionJob, 'jobId' | 'lineageId' | 'requestIds'>,
+  outcome: CompactionOutcome,
+  policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    const joined = JSON.stringify(job.requestIds);
+    await tx
+      .update(compactions)
+      .set({
+        requestIds: sql`${compactions.requestIds} || coalesce((select jsonb_agg(j.id) from jsonb_array_elements(${joined}::jsonb) as j(id) where not ${compactions.requestIds} @> jsonb_build_array(j.id)), '[]'::jsonb)`,
+      })
+      .where(eq(compactions.id, job.jobId));
+    await settleAutoCompaction(tx, job, outcome === 'refused' || outcome === 'aborted' ? 'failed' : 'settled', policy);
+  });
 }
 
 export interface SettledJob {

@@ -4,10 +4,11 @@
  * which may find that a lost attempt committed. Postgres decides where the head is; this
  * module only reports it. Workflow code: deterministic.
  */
-import { ActivityFailure, proxyActivities, proxyLocalActivities, rootCause } from '@temporalio/workflow';
+import { ActivityFailure, patched, proxyActivities, proxyLocalActivities, rootCause } from '@temporalio/workflow';
 import type { CompactionActivities, JobResult } from '../activities/compaction';
 import type { CompactionMode } from './contract';
 import type { Answer, Job } from './lineage-queue';
+import { PATCH_RECORD_JOINED_REQUESTS } from './patches';
 import type { LineageSettings } from './settings';
 
 /** Activity errors no retry can fix: the job fails at once and is recorded as aborted. */
@@ -23,8 +24,24 @@ export interface JobContext {
   settings: LineageSettings;
 }
 
-/** Runs one job and returns the answer all its requests get; the answer names the head after it. */
-export async function runCompactionJob(job: Job, { lineageId, mode, generation, settings }: JobContext): Promise<Answer> {
+/**
+ * Runs one job and returns the answer all its requests get; the answer names the head after
+ * it. Requests that joined while the job ran are then recorded with it in Postgres, so their
+ * answer outlives this run like the others' (behind a patch: histories from before replay).
+ */
+export async function runCompactionJob(job: Job, context: JobContext): Promise<Answer> {
+  const scheduled = new Set(job.requests.map((r) => r.requestId));
+  const answer = await decide(job, context);
+  for (;;) {
+    const joined = job.requests.filter((r) => !scheduled.has(r.requestId)).map((r) => r.requestId);
+    if (joined.length === 0 || !patched(PATCH_RECORD_JOINED_REQUESTS)) return answer;
+    for (const id of joined) scheduled.add(id);
+    await lineageActivities.recordJoinedRequests({ jobId: job.jobId, lineageId: context.lineageId, requestIds: joined, outcome: answer.outcome });
+  }
+}
+
+/** The job's activity and, if it fails for good, the recorded abort: what Postgres decided. */
+async function decide(job: Job, { lineageId, mode, generation, settings }: JobContext): Promise<Answer> {
   const base = {
     jobId: job.jobId,
     lineageId,

@@ -28,15 +28,9 @@ import { LineageClosedError } from '../errors';
 import { lineageActivities, runCompactionJob } from './compaction-job';
 import * as contract from './contract';
 import { LineageQueue } from './lineage-queue';
+import { PATCH_CHECK_CLOSED_AT_START, PATCH_CLOSE_MARKS_LINEAGE, PATCH_CONTINUE_AS_NEW_UNDER_LOAD } from './patches';
 import { CompactionCount, SessionHead } from './search-attributes';
 import { DEFAULT_LINEAGE_SETTINGS, type LineageSettings } from './settings';
-
-/** Patch ids: each guards a change to workflow commands (see README, Changing workflow code). */
-export const PATCH_CLOSE_MARKS_LINEAGE = 'close-marks-lineage-closed';
-/** Continue as new when due even while requests wait, carrying them (not only when idle). */
-export const PATCH_CONTINUE_AS_NEW_UNDER_LOAD = 'continue-as-new-under-load';
-/** A new run (not a continuation) first asks Postgres whether the lineage was closed. */
-export const PATCH_CHECK_CLOSED_AT_START = 'check-closed-at-start';
 
 export async function sessionLineageWorkflow(input: contract.SessionLineageInput): Promise<void> {
   // Metrics are emitted only when code runs for the first time, never on replay.

@@ -1,0 +1,14 @@
+/**
+ * Patch ids: each guards a change to the commands the workflow emits, so that histories of
+ * open lineages recorded before the change still replay (README, "Changing workflow code";
+ * test/evolution.test.ts proves each guard). Never rename or reuse one.
+ */
+
+/** Close marks the lineage closed in Postgres before the run completes. */
+export const PATCH_CLOSE_MARKS_LINEAGE = 'close-marks-lineage-closed';
+/** Continue as new when due even while requests wait, carrying them (not only when idle). */
+export const PATCH_CONTINUE_AS_NEW_UNDER_LOAD = 'continue-as-new-under-load';
+/** A new run (not a continuation) first asks Postgres whether the lineage was closed. */
+export const PATCH_CHECK_CLOSED_AT_START = 'check-closed-at-start';
+/** Requests that joined a running job are recorded with it, so their answer outlives the run. */
+export const PATCH_RECORD_JOINED_REQUESTS = 'record-joined-requests';
