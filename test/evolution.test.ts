@@ -7,6 +7,7 @@
  * the patched line removed).
  */
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { bundleWorkflowCode, Worker } from '@temporalio/worker';
@@ -21,7 +22,7 @@ import {
   PATCH_CONTINUE_AS_NEW_UNDER_LOAD,
   PATCH_RECORD_JOINED_REQUESTS,
 } from '../src/workflows/patches';
-import { conversation, startTestStack, uniqueId, useTestStack } from './support/stack';
+import { conversation, startTestStack, type TestStack, type TestStackOptions, uniqueId, useTestStack } from './support/stack';
 
 // Recorded before the close path changed; kept apart from the re-recordable histories.
 const recorded = () => historyFromJSON(JSON.parse(readFileSync(path.join(__dirname, 'replay/fixed/rotation-before-close-patch.json'), 'utf8')));
@@ -66,6 +67,25 @@ describe('evolving the workflow with patched()', () => {
  */
 function keepFixed(file: string, history: Parameters<typeof historyToJSON>[0]): void {
   if (process.env.SAVE_FIXED_HISTORIES === '1') writeFileSync(path.join(__dirname, 'replay/fixed', file), historyToJSON(history));
+}
+
+/**
+ * Records a history of an old path: `oldCode` (today's code with a patched line removed) run
+ * by a worker of its own, on a lineage with a conversation to compact, driven by `scenario`.
+ */
+async function runOldCode<T>(oldCode: string, options: TestStackOptions, scenario: (old: TestStack, root: string) => Promise<T>): Promise<T> {
+  const bundlePath = path.join(inject('stack').runDir, `old-code-${randomUUID()}.js`);
+  writeFileSync(bundlePath, oldCode);
+  const old = await startTestStack({ noWorker: true, ...options });
+  try {
+    await old.startWorker({ workflowBundlePath: bundlePath });
+    const root = uniqueId('old');
+    await old.client.createSession({ sessionId: root });
+    await old.client.append(root, conversation(12));
+    return await scenario(old, root);
+  } finally {
+    await old.close();
+  }
 }
 
 /** The ids of the patches a history's markers record. */
@@ -128,33 +148,26 @@ describe('the continue-as-new-under-load patch', () => {
   it('a run of the code before it (limit reached, a request waiting) replays on today code, and fails to without the guard', async () => {
     // Record a history of the old path: today's code without the line the patch added,
     // run by a worker of its own, at a limit of one compaction per run.
-    const oldCode = await bundleWithout('before-continue-as-new-under-load', GUARDED, '');
-    const bundlePath = path.join(inject('stack').runDir, 'before-continue-as-new-under-load.js');
-    writeFileSync(bundlePath, oldCode);
-    const old = await startTestStack({ noWorker: true, settings: { maxCompactionsPerRun: 1 } });
-    let history;
-    try {
-      await old.startWorker({ workflowBundlePath: bundlePath });
-      const root = uniqueId('can');
-      await old.client.createSession({ sessionId: root });
-      await old.client.append(root, conversation(12));
-      old.llm.script({ chunks: 20, chunkDelayMs: 300 }); // the first summary streams for ~6 s: room for the signal on a loaded machine
-      const first = old.client.compact(root, { requestId: 'first' });
-      await old.llm.waitForRequests(1);
-      const handle = old.temporal.workflow.getHandle(lineageWorkflowId(root));
-      const runId = (await handle.describe()).runId;
-      // Waits in the queue while the first job runs: it names the head that job will commit.
-      // (Sent straight to the workflow: the client checks that the session exists first.)
-      await handle.signal(compactSignal, { sessionId: `${root}--g1`, requestId: 'next-head' });
-      expect(await first).toMatchObject({ outcome: 'compacted', sessionId: `${root}--g1` });
-      await old.client.waitForResult(root, 'next-head', { timeoutMs: 60_000 });
-      const firstRun = old.temporal.workflow.getHandle(lineageWorkflowId(root), runId);
-      const deadline = Date.now() + 30_000;
-      while ((await firstRun.describe()).status.name !== 'CONTINUED_AS_NEW' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      history = await firstRun.fetchHistory();
-    } finally {
-      await old.close();
-    }
+    const history = await runOldCode(
+      await bundleWithout('before-continue-as-new-under-load', GUARDED, ''),
+      { settings: { maxCompactionsPerRun: 1 } },
+      async (old, root) => {
+        old.llm.script({ chunks: 20, chunkDelayMs: 300 }); // the first summary streams for ~6 s: room for the signal on a loaded machine
+        const first = old.client.compact(root, { requestId: 'first' });
+        await old.llm.waitForRequests(1);
+        const handle = old.temporal.workflow.getHandle(lineageWorkflowId(root));
+        const runId = (await handle.describe()).runId;
+        // Waits in the queue while the first job runs: it names the head that job will commit.
+        // (Sent straight to the workflow: the client checks that the session exists first.)
+        await handle.signal(compactSignal, { sessionId: `${root}--g1`, requestId: 'next-head' });
+        expect(await first).toMatchObject({ outcome: 'compacted', sessionId: `${root}--g1` });
+        await old.client.waitForResult(root, 'next-head', { timeoutMs: 60_000 });
+        const firstRun = old.temporal.workflow.getHandle(lineageWorkflowId(root), runId);
+        const deadline = Date.now() + 30_000;
+        while ((await firstRun.describe()).status.name !== 'CONTINUED_AS_NEW' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+        return firstRun.fetchHistory();
+      },
+    );
     // The old path landed: the limit was reached with a request waiting, and the run ran it
     // (a second summary) before continuing as new, with no patch marker.
     const events = history.events ?? [];
@@ -179,26 +192,19 @@ describe('the record-joined-requests patch', () => {
   const GUARDED = 'if (joined.length === 0 || !patched(PATCH_RECORD_JOINED_REQUESTS)) return answer;';
 
   it('a run of the code before it (a request joined a running job) replays on today code, and fails to without the guard', async () => {
-    const oldCode = await bundleWithout('before-record-joined-requests', GUARDED, 'return answer;', 'compaction-job.ts');
-    const bundlePath = path.join(inject('stack').runDir, 'before-record-joined-requests.js');
-    writeFileSync(bundlePath, oldCode);
-    const old = await startTestStack({ noWorker: true });
-    let history;
-    try {
-      await old.startWorker({ workflowBundlePath: bundlePath });
-      const root = uniqueId('joined');
-      await old.client.createSession({ sessionId: root });
-      await old.client.append(root, conversation(12));
-      old.llm.script({ chunks: 20, chunkDelayMs: 300 }); // ~6 s: room for the second caller to join
-      const first = old.client.compact(root, { requestId: 'first' });
-      await old.llm.waitForRequests(1);
-      const joined = await old.client.compact(root, { requestId: 'joined' });
-      expect(joined).toMatchObject({ outcome: 'compacted', sessionId: (await first).sessionId });
-      await old.client.closeSession(joined.sessionId);
-      history = await old.temporal.workflow.getHandle(lineageWorkflowId(root)).fetchHistory();
-    } finally {
-      await old.close();
-    }
+    const history = await runOldCode(
+      await bundleWithout('before-record-joined-requests', GUARDED, 'return answer;', 'compaction-job.ts'),
+      {},
+      async (old, root) => {
+        old.llm.script({ chunks: 20, chunkDelayMs: 300 }); // ~6 s: room for the second caller to join
+        const first = old.client.compact(root, { requestId: 'first' });
+        await old.llm.waitForRequests(1);
+        const joined = await old.client.compact(root, { requestId: 'joined' });
+        expect(joined).toMatchObject({ outcome: 'compacted', sessionId: (await first).sessionId });
+        await old.client.closeSession(joined.sessionId);
+        return old.temporal.workflow.getHandle(lineageWorkflowId(root)).fetchHistory();
+      },
+    );
     // The old path landed: an Update was accepted while the one summary ran (it joined), and
     // nothing recorded it afterwards.
     const events = history.events ?? [];
