@@ -27,6 +27,13 @@ describe('the data plane SQL functions', () => {
   const count = async (query: ReturnType<typeof sql>) => Number(((await db().execute(query)).rows[0] as { n: string }).n);
   const rowsOfLineage = (lineageId: string) =>
     count(sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.lineage_id = ${lineageId}`);
+  /** Creates a session, appends `messages` through session_append, and reads the token column it stored. */
+  const storedEstimates = async (session: { sessionId: string; model?: string }, messages: ChatMessage[]) => {
+    await store.createSession(db(), { ...session, mode: 'rotate' });
+    await store.appendMessages(db(), session.sessionId, messages);
+    const { rows } = await db().execute(sql`select token_estimate as t from messages where session_id = ${session.sessionId} order by seq`);
+    return rows.map((r) => Number((r as { t: number }).t));
+  };
 
   it.each(
     vectors('append-errors.json').cases as Array<{
@@ -69,15 +76,9 @@ describe('the data plane SQL functions', () => {
 
   it('stores the estimate of the vectors, which is also estimateTokens of the TypeScript code', async () => {
     const cases = vectors('token-estimates.json').cases as Array<{ message: ChatMessage; tokens: number }>;
-    const id = uniqueId('vec-tokens');
-    await store.createSession(db(), { sessionId: id, mode: 'rotate' });
-    await store.appendMessages(
-      db(),
-      id,
+    const stored = await storedEstimates(
+      { sessionId: uniqueId('vec-tokens') },
       cases.map((c) => c.message),
-    );
-    const stored = (await db().execute(sql`select token_estimate as t from messages where session_id = ${id} order by seq`)).rows.map((r) =>
-      Number((r as { t: number }).t),
     );
     expect(stored).toEqual(cases.map((c) => c.tokens));
     expect(cases.map((c) => estimateTokens(c.message))).toEqual(cases.map((c) => c.tokens));
@@ -96,15 +97,9 @@ describe('the data plane SQL functions', () => {
       expect(cases.map((c) => [c.name, counter.count(c.message)])).toEqual(cases.map((c) => [c.name, c.tokens[model]]));
     }
     // The unknown model's column is what session_append stores when it is given no counts.
-    const id = uniqueId('vec-counts');
-    await store.createSession(db(), { sessionId: id, mode: 'rotate', model: models[2] });
-    await store.appendMessages(
-      db(),
-      id,
+    const stored = await storedEstimates(
+      { sessionId: uniqueId('vec-counts'), model: models[2] },
       cases.map((c) => c.message),
-    );
-    const stored = (await db().execute(sql`select token_estimate as t from messages where session_id = ${id} order by seq`)).rows.map((r) =>
-      Number((r as { t: number }).t),
     );
     expect(stored).toEqual(cases.map((c) => c.tokens[models[2]]));
     // The vectors tell the encodings apart: a client that picked the wrong one would fail.
