@@ -97,7 +97,10 @@ async def test_mtls_through_a_tls_proxy():
             await sessions.close()
         with pytest.raises(RuntimeError, match="UnknownIssuer"):  # the client refuses the server
             await connect(mtls | {"TEMPORAL_TLS_SERVER_CA_CERT_PATH": info["otherCaCert"]})
-        with pytest.raises(RuntimeError, match="CertificateRequired"):  # the server refuses the client
+        # The server refuses the client. Under TLS 1.3 the client may read the server's alert
+        # (CertificateRequired) or only see the connection closed, depending on timing; the
+        # proxy's ledger below proves why: a handshake refused for want of a certificate.
+        with pytest.raises(RuntimeError, match="CertificateRequired|connection closed"):
             await connect({k: v for k, v in mtls.items() if not k.startswith("TEMPORAL_TLS_CLIENT")})
     finally:
         proxy.stdin.close()
