@@ -23,15 +23,14 @@ export function childSessionId(lineageId: string, generation: number): string {
   return `${lineageId}--g${generation}`;
 }
 
-/** Whether a session id names the lineage's root or one of its rotation children. */
-export function belongsToLineage(sessionId: string, lineageId: string): boolean {
-  const childPrefix = `${lineageId}--g`;
-  return sessionId === lineageId || (sessionId.startsWith(childPrefix) && /^\d+$/.test(sessionId.slice(childPrefix.length)));
-}
-
 const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]*$/;
 const MAX_SESSION_ID_LENGTH = 128;
 const DERIVED_ID_SUFFIX = /--g\d+$/;
+
+/** Whether a session id names the lineage's root or one of its rotation children (childSessionId). */
+export function belongsToLineage(sessionId: string, lineageId: string): boolean {
+  return sessionId.replace(DERIVED_ID_SUFFIX, '') === lineageId;
+}
 
 /** Checks a session id a caller refers to (created by them, or derived by a rotation). */
 export function checkSessionId(value: unknown, field = 'sessionId'): string {

@@ -276,16 +276,13 @@ class SessionsClient:
         lineage = await self.lineage(request["sessionId"])
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
-        recorded = await self.recorded_answer(lineage["lineageId"], request["requestId"]) if request_id else None
-        if recorded is not None:
-            transcript = await self.transcript(recorded["sessionId"])
-            return recorded | {"messages": transcript["messages"]}
+        # A request id answered already (perhaps by a run that is gone) is answered from Postgres.
+        result = await self.recorded_answer(lineage["lineageId"], request["requestId"]) if request_id else None
         deadline = time.monotonic() + unreachable_timeout
         delay = 0.2
-        while True:
+        while result is None:
             try:
                 result = await self._compact_by_update(lineage, request)
-                break
             except RPCError as error:
                 if error.status not in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED) or time.monotonic() + delay > deadline:
                     raise
