@@ -1,0 +1,25 @@
+/** The dialects by name. Pure: safe for workflow code. */
+import { InvalidInputError } from '../../errors';
+import { anthropic } from './anthropic';
+import { gemini } from './gemini';
+import { openaiChat } from './openai-chat';
+import { openaiResponses } from './openai-responses';
+import { DEFAULT_DIALECT, DIALECT_NAMES, type Dialect, type DialectName } from './types';
+
+export * from './types';
+
+const DIALECTS: Record<DialectName, Dialect> = {
+  'openai-chat': openaiChat,
+  'openai-responses': openaiResponses,
+  anthropic,
+  gemini,
+};
+
+export const isDialectName = (value: unknown): value is DialectName => typeof value === 'string' && (DIALECT_NAMES as readonly string[]).includes(value);
+
+/** The dialect of a lineage (`openai-chat` when none is named). */
+export function dialectOf(name: string | null | undefined): Dialect {
+  const key = name ?? DEFAULT_DIALECT;
+  if (!isDialectName(key)) throw new InvalidInputError('dialect', `must be one of ${DIALECT_NAMES.join(', ')}`);
+  return DIALECTS[key];
+}
