@@ -1,7 +1,9 @@
 import { Context } from '@temporalio/activity';
 import type { Pool } from 'pg';
 import { buildCandidate } from '../src/compaction/candidate';
-import type { ChatMessage } from '../src/compaction/messages';
+import type { Message } from '../src/compaction/dialects';
+import { openaiChat } from '../src/compaction/dialects/openai-chat';
+import { SUMMARY_RENDER_CAPS } from '../src/compaction/summary-prompt';
 import { planCompaction, DEFAULT_PLAN_OPTIONS } from '../src/compaction/plan';
 import type { Summariser } from '../src/activities/summariser';
 
@@ -24,11 +26,11 @@ export async function insertFloorRow(pool: Pool, n: number): Promise<void> {
 export function createNaiveActivities(summariser: Summariser, pool: Pool) {
   return {
     /** The naive design's activity: the same plan and summariser, the transcript in and out by value. */
-    async naiveSummarise(messages: ChatMessage[]): Promise<ChatMessage[]> {
+    async naiveSummarise(messages: Message[]): Promise<Message[]> {
       const plan = planCompaction(messages, { ...DEFAULT_PLAN_OPTIONS, tailTokenBudget: 200 });
       if (plan.middle.length === 0) return messages;
       const summary = await summariser.summarise(
-        { middle: plan.middle.map((i) => messages[i]), previousSummary: plan.previousSummary, force: false, chunk: { index: 1, count: 1 }, cut: false },
+        { lines: plan.middle.map((i) => openaiChat.render(messages[i], SUMMARY_RENDER_CAPS)), previousSummary: plan.previousSummary, force: false, chunk: { index: 1, count: 1 }, cut: false },
         { signal: new AbortController().signal, onProgress: () => undefined },
       );
       return buildCandidate(plan, summary.text, messages).map((entry) => entry.message);

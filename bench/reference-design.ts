@@ -134,9 +134,9 @@ export function createReferenceDesign(pool: Pool, summariser: Summariser, option
           .rows as Array<{ seq: number; role: ChatMessage['role']; content: string; lineage_seq: number | null }>;
         if (snapshot.length <= KEPT_TAIL + 1) return { outcome: 'unchanged', sessionId };
         const watermark = snapshot[snapshot.length - 1].seq;
-        const middle = snapshot.slice(0, -KEPT_TAIL).map((r) => ({ role: r.role, content: r.content }) as ChatMessage);
+        const lines = snapshot.slice(0, -KEPT_TAIL).map((r) => `${r.role}: ${r.content}`);
         const summary = await summariser.summarise(
-          { middle, force: false, chunk: { index: 1, count: 1 }, cut: false },
+          { lines, force: false, chunk: { index: 1, count: 1 }, cut: false },
           { signal: new AbortController().signal, onProgress: () => undefined },
         );
         const lineageId = await lineageOf(sessionId);

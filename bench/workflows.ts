@@ -8,7 +8,7 @@
  *   returns the whole transcript through history.
  */
 import { condition, defineSignal, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { ChatMessage } from '../src/compaction/messages';
+import type { Message } from '../src/compaction/dialects/types';
 import type { NaiveActivities } from './naive-activities';
 
 export const noopUpdate = defineUpdate<number, [number]>('noop');
@@ -29,12 +29,12 @@ export async function sameShapeWorkflow(): Promise<void> {
   await condition(() => false);
 }
 
-export const naiveAppendSignal = defineSignal<[ChatMessage[]]>('append');
+export const naiveAppendSignal = defineSignal<[Message[]]>('append');
 export const naiveCompactUpdate = defineUpdate<{ messagesBefore: number; messagesAfter: number }, []>('compact');
 
 const { naiveSummarise } = proxyActivities<NaiveActivities>({ startToCloseTimeout: '5 minutes', heartbeatTimeout: '1 minute' });
 
-export async function naiveSessionWorkflow(initial: ChatMessage[]): Promise<void> {
+export async function naiveSessionWorkflow(initial: Message[]): Promise<void> {
   let messages = initial;
   let busy = false;
   setHandler(naiveAppendSignal, (batch) => void messages.push(...batch));

@@ -94,7 +94,7 @@ export function tracedSummariser(summariser: Summariser): Summariser {
     model: summariser.model,
     description: summariser.description,
     summarise: (request, context) =>
-      withSpan('llm.summarise', { 'llm.model': summariser.model, 'compaction.messages': request.middle.length }, async () => {
+      withSpan('llm.summarise', { 'llm.model': summariser.model, 'compaction.messages': request.lines.length }, async () => {
         const result = await summariser.summarise(request, context);
         api()
           .trace.getActiveSpan()

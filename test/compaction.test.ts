@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { BackgroundCompactionRejectedError, InvalidInputError, SessionNotFoundError } from '../src/errors';
 import { auditRows } from '../src/db/session-store';
 import { compactUpdate, lineageWorkflowId, stateQuery } from '../src/workflows/contract';
-import { isRealUserMessage, SUMMARY_MESSAGE_NAME } from '../src/compaction/messages';
+import { openaiChat } from '../src/compaction/dialects/openai-chat';
+import { SUMMARY_MESSAGE_NAME } from '../src/compaction/messages';
 import { CompactionCount, SessionHead, SessionLineage, SessionSource } from '../src/workflows/search-attributes';
 import { childrenOf, conversation, uniqueId, useTestStack } from './support/stack';
 
@@ -170,7 +171,7 @@ describe('the summariser request', () => {
     stack().llm.script({ text: 'Goal: migrate modules. Completed: 28 modules.' });
     const result = await stack().client.compact(root, { force: true });
     expect(result.outcome).toBe('compacted');
-    const users = result.messages.filter(isRealUserMessage);
+    const users = result.messages.filter((m) => openaiChat.isRealUserRequest(m));
     expect(users).toEqual([{ role: 'user', content: 'Migrate every module to the new logger, please.' }]);
     for (let i = 1; i < result.messages.length; i++) {
       expect(result.messages[i].role === 'user' && result.messages[i - 1].role === 'user').toBe(false);

@@ -8,8 +8,8 @@
  */
 import { Context, log } from '@temporalio/activity';
 import { buildCandidate } from '../compaction/candidate';
+import { dialectOf, type Message } from '../compaction/dialects';
 import { runGates } from '../compaction/gates';
-import type { ChatMessage } from '../compaction/messages';
 import { planCompaction, type PlanOptions } from '../compaction/plan';
 import { tokenCounterFor } from '../compaction/token-counter';
 import { latestUserRequestText } from '../compaction/summary-prompt';
@@ -141,6 +141,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     }
 
     const watermarkSeq = rows.length > 0 ? rows[rows.length - 1].seq : 0;
+    const dialect = dialectOf(lineage.dialect);
     const snapshot = rows.map(rowToMessage);
     const tokens = rows.map((r) => r.tokenEstimate);
     const tokensBefore = tokens.reduce((a, b) => a + b, 0);
@@ -167,7 +168,9 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       };
     };
 
-    const plan = planCompaction(snapshot, { ...deps.plan, force: input.force }, tokens);
+    const held = dialect.holdReason(snapshot);
+    if (held) return refuse(held);
+    const plan = planCompaction(snapshot, { ...deps.plan, force: input.force, dialect }, tokens);
     if (plan.middle.length === 0) {
       return refuse(`nothing to summarise: all ${snapshot.length} messages fit in the kept head and tail`);
     }
@@ -184,7 +187,8 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
           previousSummary: plan.previousSummary,
           focusTopic: input.focusTopic,
           force: input.force,
-          latestUserRequest: latestUserRequestText(snapshot),
+          latestUserRequest: latestUserRequestText(snapshot, dialect),
+          dialect,
         },
         {
           inputBudgetTokens: deps.summaryInputTokens,
@@ -205,8 +209,8 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     if (summary.text.trim() === '') return refuse('the summariser returned an empty summary', usage);
 
     beat({ phase: 'gates', chunks: summary.chunks });
-    const counter = tokenCounterFor(lineage.model);
-    const candidate = buildCandidate(plan, summary.text, snapshot);
+    const counter = tokenCounterFor(lineage.model, dialect);
+    const candidate = buildCandidate(plan, summary.text, snapshot, dialect);
     const compacted: CompactedMessage[] = candidate.map((entry) =>
       entry.from === undefined
         ? { message: entry.message, tokens: counter.count(entry.message) }
@@ -217,9 +221,9 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
             originMessageId: rows[entry.from].originMessageId ?? rows[entry.from].id,
           },
     );
-    const summaryIndex = candidate.findIndex((entry) => entry.from === undefined);
+    const summaryIndices = candidate.flatMap((entry, i) => (entry.from === undefined ? [i] : []));
     const candidateTokens = compacted.reduce((sum, m) => sum + m.tokens, 0);
-    const verify = (carried: Array<{ message: ChatMessage; tokens: number }>) => {
+    const verify = (carried: Array<{ message: Message; tokens: number }>) => {
       const carriedTokens = carried.reduce((sum, m) => sum + m.tokens, 0);
       return runGates({
         before: [...snapshot, ...carried.map((c) => c.message)],
@@ -227,7 +231,8 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         tokensBefore: tokensBefore + carriedTokens,
         tokensAfter: candidateTokens + carriedTokens,
         targetTokens: lineage.contextWindow ?? undefined,
-        summaryIndex,
+        summaryIndices,
+        dialect,
       });
     };
 

@@ -8,7 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { extractiveSummary } from '../compaction/extractive-summary';
 import { buildSummaryPrompt, chunkMiddle, type SummaryRequest } from '../compaction/summary-prompt';
-import type { ChatMessage } from '../compaction/messages';
+import type { Dialect, Message } from '../compaction/dialects';
 import type { LlmConfig } from '../config';
 
 export interface SummaryResult {
@@ -154,7 +154,8 @@ export function createSummariser(config: LlmConfig, options: OpenAiSummariserOpt
 }
 
 export interface MiddleSummaryInput {
-  middle: ChatMessage[];
+  middle: Message[];
+  dialect: Dialect;
   previousSummary?: string;
   focusTopic?: string;
   force: boolean;
@@ -178,7 +179,7 @@ export async function summariseInChunks(
   input: MiddleSummaryInput,
   options: { inputBudgetTokens: number; signal: AbortSignal; onProgress: (progress: SummaryProgress) => void },
 ): Promise<SummaryResult & { chunks: number }> {
-  const chunks = chunkMiddle(input.middle, options.inputBudgetTokens, input.previousSummary);
+  const chunks = chunkMiddle(input.middle, options.inputBudgetTokens, input.previousSummary, input.dialect);
   let summary = input.previousSummary;
   let model = summariser.model;
   let promptTokens: number | undefined;
@@ -190,7 +191,7 @@ export async function summariseInChunks(
     progress();
     const result = await summariser.summarise(
       {
-        middle: chunk.messages,
+        lines: chunk.lines,
         previousSummary: summary,
         focusTopic: input.focusTopic,
         force: input.force,

@@ -20,6 +20,7 @@ import * as queries from '../db/lineage-queries';
 import { type CompactionProgress, progressFromPendingActivity } from './progress';
 import { clientTracingInterceptors, installTracingFromConfig } from '../tracing';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
+import { checkText, codePointLength } from '../compaction/text';
 import { encryptedDataConverter } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
 import { clientConnectionOptions } from '../temporal-connection';
@@ -30,6 +31,7 @@ import { LineagePoller } from './answer-poller';
 import { BackgroundCompactionRejectedError, CallTimeoutError, InvalidInputError, LineageClosedError } from '../errors';
 import {
   checkCompactRequest,
+  checkRequestText,
   checkNewSessionId,
   checkSessionId,
   closeSignal,
@@ -48,7 +50,7 @@ import {
 import { CompactionCount, SessionHead, SessionLineage, SessionSource } from '../workflows/search-attributes';
 import { DEFAULT_LINEAGE_SETTINGS, type LineageSettings } from '../workflows/settings';
 import type { sessionLineageWorkflow } from '../workflows/session-lineage';
-import type { ChatMessage } from '../compaction/messages';
+import { type Dialect, dialectOf, type DialectName, type Message } from '../compaction/dialects';
 import { contextWindowOf, type TokenCounter, tokenCounterFor } from '../compaction/token-counter';
 
 const GRPC_RESOURCE_EXHAUSTED = 8;
@@ -79,6 +81,18 @@ export interface CreateSessionOptions {
   model?: string;
   /** The model's context window in tokens, if it is not known from the model name. */
   contextWindow?: number;
+  /**
+   * The provider API format of the lineage's messages: `openai-chat` (default),
+   * `openai-responses`, `anthropic` or `gemini`. Messages are stored and returned in it.
+   */
+  dialect?: DialectName;
+}
+
+/** How `transcript` shapes the head: as stored (exactly as appended), or normalised for the provider's next call. */
+export interface TranscriptOptions {
+  includeArchived?: boolean;
+  /** `'provider'`: the head as the agent sends it (each dialect's provider view); default: as stored. */
+  for?: 'stored' | 'provider';
 }
 
 export interface AppendOutcome extends Omit<store.AppendResult, 'autoCompactionRequestId'> {
@@ -110,8 +124,8 @@ export interface LineageStateWithProgress extends LineageState {
 
 /** What `compact` answers: the wire result, and the transcript to continue the conversation with. */
 export interface CompactResultWithTranscript extends CompactResult {
-  /** The transcript of `sessionId`, the head after the call. */
-  messages: ChatMessage[];
+  /** The transcript of `sessionId`, the head after the call, exactly as stored. */
+  messages: Message[];
 }
 
 /**
@@ -172,18 +186,21 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const AUTO_REQUEST_TIMEOUT_MS = 30_000;
 
 /** Turns `compactAt` (tokens, or a percentage of the context window) into tokens. */
+/** The largest token count Postgres' integer columns hold. */
+const MAX_TOKENS = 2_147_483_647;
+
 function resolveThreshold(compactAt: number | string | undefined, contextWindow: number | undefined): number | undefined {
   if (compactAt === undefined) return undefined;
   if (typeof compactAt === 'number') {
-    if (!Number.isInteger(compactAt) || compactAt < 1)
-      throw new InvalidInputError('compactAt', 'must be a positive whole number of tokens or a percentage such as "80%"');
+    if (!Number.isInteger(compactAt) || compactAt < 1 || compactAt > MAX_TOKENS)
+      throw new InvalidInputError('compactAt', `must be a whole number of tokens from 1 to ${MAX_TOKENS} or a percentage such as "80%"`);
     return compactAt;
   }
   const match = /^(\d+(?:\.\d+)?)%$/.exec(typeof compactAt === 'string' ? compactAt.trim() : '');
   if (!match) {
     const tokens = Number(compactAt);
-    if (typeof compactAt === 'string' && /^\d+$/.test(compactAt.trim()) && tokens >= 1) return tokens;
-    throw new InvalidInputError('compactAt', 'must be a positive whole number of tokens or a percentage such as "80%"');
+    if (typeof compactAt === 'string' && /^\d+$/.test(compactAt.trim()) && tokens >= 1 && tokens <= MAX_TOKENS) return tokens;
+    throw new InvalidInputError('compactAt', `must be a whole number of tokens from 1 to ${MAX_TOKENS} or a percentage such as "80%"`);
   }
   const percent = Number(match[1]);
   if (percent <= 0 || percent > 100) throw new InvalidInputError('compactAt', 'a percentage must be above 0 and at most 100');
@@ -270,6 +287,7 @@ export class SessionsClient {
     sessionId: string;
     lineageId: string;
     mode: CompactionMode;
+    dialect: DialectName;
     source?: string;
     compactAtTokens?: number;
     model?: string;
@@ -278,24 +296,28 @@ export class SessionsClient {
     const sessionId = checkNewSessionId(options.sessionId);
     const mode = options.mode ?? 'rotate';
     if (!COMPACTION_MODES.includes(mode)) throw new InvalidInputError('mode', `must be one of ${COMPACTION_MODES.join(', ')}`);
-    if (options.source !== undefined && (typeof options.source !== 'string' || options.source.length === 0 || options.source.length > 100)) {
+    if (options.source !== undefined && (typeof options.source !== 'string' || options.source.length === 0 || codePointLength(options.source) > 100)) {
       throw new InvalidInputError('source', 'must be a string of 1 to 100 characters');
     }
+    if (options.source !== undefined) checkText(options.source, 'source');
     const { model } = options;
-    if (model !== undefined && (typeof model !== 'string' || model.length === 0 || model.length > 200)) {
+    if (model !== undefined && (typeof model !== 'string' || model.length === 0 || codePointLength(model) > 200)) {
       throw new InvalidInputError('model', 'must be a string of 1 to 200 characters');
     }
+    if (model !== undefined) checkText(model, 'model');
     const contextWindow = options.contextWindow ?? contextWindowOf(model);
-    if (contextWindow !== undefined && (!Number.isInteger(contextWindow) || contextWindow < 1)) {
-      throw new InvalidInputError('contextWindow', 'must be a positive whole number');
+    if (contextWindow !== undefined && (!Number.isInteger(contextWindow) || contextWindow < 1 || contextWindow > MAX_TOKENS)) {
+      throw new InvalidInputError('contextWindow', `must be a whole number from 1 to ${MAX_TOKENS}`);
     }
+    const dialect = dialectOf(options.dialect).name;
     const compactAtTokens = resolveThreshold(options.compactAt ?? options.compactAtTokens, contextWindow);
-    const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode, compactAtTokens, model, contextWindow });
+    const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode, dialect, compactAtTokens, model, contextWindow });
     await this.temporal.workflow.start('sessionLineageWorkflow', { ...this.startOptions(lineage), workflowIdConflictPolicy: 'USE_EXISTING' });
     return {
       sessionId,
       lineageId: lineage.lineageId,
       mode,
+      dialect,
       ...(options.source ? { source: options.source } : {}),
       ...(compactAtTokens ? { compactAtTokens } : {}),
       ...(model ? { model } : {}),
@@ -314,12 +336,13 @@ export class SessionsClient {
    */
   async append(sessionId: string, messages: unknown, options: { appendKey?: string } = {}): Promise<AppendOutcome> {
     checkSessionId(sessionId);
-    const batch = parseMessages(messages, this.messageLimits);
     const { appendKey } = options;
-    if (appendKey !== undefined && (typeof appendKey !== 'string' || appendKey.length === 0 || appendKey.length > 200)) {
+    if (appendKey !== undefined && (typeof appendKey !== 'string' || appendKey.length === 0 || codePointLength(appendKey) > 200)) {
       throw new InvalidInputError('appendKey', 'must be a string of 1 to 200 characters');
     }
-    const counter = await this.tokenCounter(sessionId);
+    if (appendKey !== undefined) checkText(appendKey, 'appendKey');
+    const { counter, dialect } = await this.lineageFormat(sessionId);
+    const batch = parseMessages(messages, this.messageLimits, dialect);
     const send = () =>
       store.appendMessages(
         this.database.db,
@@ -348,17 +371,18 @@ export class SessionsClient {
     }
   }
 
-  /** A lineage's model never changes, so its token counter is remembered per session id. */
-  private readonly counters = new Map<string, TokenCounter>();
+  /** A lineage's model and dialect never change, so its token counter and dialect are remembered per session id. */
+  private readonly formats = new Map<string, { counter: TokenCounter; dialect: Dialect }>();
 
-  private async tokenCounter(sessionId: string): Promise<TokenCounter> {
-    const known = this.counters.get(sessionId);
+  private async lineageFormat(sessionId: string): Promise<{ counter: TokenCounter; dialect: Dialect }> {
+    const known = this.formats.get(sessionId);
     if (known) return known;
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, sessionId));
-    const counter = tokenCounterFor(lineage.model);
-    if (this.counters.size >= 10_000) this.counters.clear();
-    this.counters.set(sessionId, counter);
-    return counter;
+    const dialect = dialectOf(lineage.dialect);
+    const format = { counter: tokenCounterFor(lineage.model, dialect), dialect };
+    if (this.formats.size >= 10_000) this.formats.clear();
+    this.formats.set(sessionId, format);
+    return format;
   }
 
   /**
@@ -370,7 +394,7 @@ export class SessionsClient {
    */
   async compact(sessionId: string, options: CompactOptions = {}): Promise<CompactResultWithTranscript> {
     const { timeoutMs, signal, ...fields } = options;
-    const request = checkCompactRequest({ sessionId, ...fields, requestId: fields.requestId ?? randomUUID() });
+    const request = checkRequestText(checkCompactRequest({ sessionId, ...fields, requestId: fields.requestId ?? randomUUID() }));
     const requestId = request.requestId!;
     const deadline = this.deadlineOf(timeoutMs);
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, request.sessionId));
@@ -533,7 +557,7 @@ export class SessionsClient {
     options: Omit<CompactOptions, 'timeoutMs' | 'signal'> & { trigger?: 'signal' | 'threshold' } = {},
   ): Promise<string> {
     const requestId = options.requestId ?? randomUUID();
-    const request = checkCompactRequest({ sessionId, ...options, requestId });
+    const request = checkRequestText(checkCompactRequest({ sessionId, ...options, requestId }));
     const lineage = await store.lineageOf(this.database.db, request.sessionId);
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
     // A request id answered by a run that is gone is answered from Postgres, never run again
@@ -654,9 +678,18 @@ export class SessionsClient {
     return queries.auditLineage(this.database.db, sessionId);
   }
 
-  async transcript(sessionId: string, options: { includeArchived?: boolean } = {}) {
+  /**
+   * The head of the session's lineage: its messages exactly as appended (JSON-equal), or with
+   * `{ for: 'provider' }` the provider-ready view the agent sends on its next call (openai-chat:
+   * no `annotations`, no null `function_call`, `audio` as `{id}`; openai-responses: ids whose
+   * reasoning was summarised away stripped; anthropic and gemini: as stored).
+   */
+  async transcript(sessionId: string, options: TranscriptOptions = {}) {
     checkSessionId(sessionId);
-    return readWithRetry(() => store.headTranscript(this.database.db, sessionId, options));
+    if (options.for !== undefined && options.for !== 'stored' && options.for !== 'provider') throw new InvalidInputError('for', 'must be "stored" or "provider"');
+    const transcript = await readWithRetry(() => store.headTranscript(this.database.db, sessionId, { includeArchived: options.includeArchived }));
+    if (options.for !== 'provider') return transcript;
+    return { ...transcript, messages: dialectOf(transcript.dialect).forProvider(transcript.messages) };
   }
 
   async lineage(sessionId: string) {

@@ -1,26 +1,21 @@
-import { type ChatMessage, SUMMARY_MESSAGE_NAME, SUMMARY_PREFIX } from './messages';
+import type { Dialect, Message } from './dialects/types';
+import { openaiChat } from './dialects/openai-chat';
 import type { CompactionPlan } from './plan';
 
-export function summaryMessage(summaryText: string): ChatMessage {
-  return { role: 'assistant', name: SUMMARY_MESSAGE_NAME, content: `${SUMMARY_PREFIX}\n${summaryText.trim()}` };
-}
-
-/** One message of a compacted head: a message of the snapshot kept verbatim (`from` is its position), or the new summary. */
+/** One message of a compacted head: a message of the snapshot kept verbatim (`from` is its position), or one of the summary's messages. */
 export interface CandidateEntry {
-  message: ChatMessage;
+  message: Message;
   from?: number;
 }
 
 /**
- * The head a compaction proposes: kept head, summary, the latest user request when the tail
- * lacks it, kept tail. Carried appends follow it at commit.
+ * The head a compaction proposes: kept head, the summary (in its dialect's shape, never
+ * merging into the kept turn that follows), the latest user request when the tail lacks it,
+ * kept tail. Carried appends follow it at commit.
  */
-export function buildCandidate(plan: CompactionPlan, summaryText: string, snapshot: readonly ChatMessage[]): CandidateEntry[] {
+export function buildCandidate(plan: CompactionPlan, summaryText: string, snapshot: readonly Message[], dialect: Dialect = openaiChat): CandidateEntry[] {
   const kept = (i: number): CandidateEntry => ({ message: snapshot[i], from: i });
-  return [
-    ...plan.head.map(kept),
-    { message: summaryMessage(summaryText) },
-    ...(plan.latestUserRequest !== undefined ? [kept(plan.latestUserRequest)] : []),
-    ...plan.tail.map(kept),
-  ];
+  const after = [...(plan.latestUserRequest !== undefined ? [plan.latestUserRequest] : []), ...plan.tail];
+  const next = after.length > 0 ? snapshot[after[0]] : undefined;
+  return [...plan.head.map(kept), ...dialect.summaryMessages(summaryText, next).map((message) => ({ message })), ...after.map(kept)];
 }

@@ -1,17 +1,20 @@
 /**
- * Validation of messages a caller sends, before anything is written. Not for workflow code
- * (messages never pass through it).
+ * Validation of messages a caller sends, before anything is written: the text rule (./text)
+ * on every string and key, the dialect's structure, the reserved summary marker, and the size
+ * limits. Not for workflow code (messages never pass through it). The SQL function
+ * sc_check_batch checks the same structure for every other client.
  */
-import { z } from 'zod';
 import { InvalidInputError } from '../errors';
-import { type ChatMessage, SUMMARY_MESSAGE_NAME, SUMMARY_PREFIX, textOf } from './messages';
+import type { Dialect, Message } from './dialects/types';
+import { openaiChat } from './dialects/openai-chat';
+import { codePointLength, findTextRuleViolation } from './text';
 
 export interface MessageLimits {
-  /** Characters of text (content plus tool-call arguments) in one message. */
+  /** Characters (Unicode code points) of text in one message: every text a provider counts. */
   maxMessageChars: number;
   /** Messages in one append. */
   maxBatchMessages: number;
-  /** Characters of text in one append. */
+  /** Characters (code points) of text in one append. */
   maxBatchChars: number;
 }
 
@@ -21,102 +24,37 @@ export const DEFAULT_MESSAGE_LIMITS: MessageLimits = {
   maxBatchChars: 2_000_000,
 };
 
-const contentPart = z.union([
-  z.strictObject({ type: z.literal('text'), text: z.string() }),
-  z.looseObject({
-    type: z
-      .string()
-      .min(1)
-      .refine((t) => t !== 'text', 'a text part needs a string text'),
-  }),
-]);
+const charsOf = (m: Message, dialect: Dialect) => dialect.texts(m).reduce((n, text) => n + codePointLength(text), 0);
 
-const toolCall = z.strictObject({
-  id: z.string().min(1).max(200),
-  type: z.literal('function'),
-  function: z.strictObject({ name: z.string().min(1).max(200), arguments: z.string() }),
-});
-
-const content = z.union([z.string(), z.array(contentPart).min(1), z.null()]);
-
-const message = z
-  .strictObject({
-    role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
-    content,
-    tool_calls: z.array(toolCall).min(1).optional(),
-    tool_call_id: z.string().min(1).max(200).optional(),
-    name: z.string().min(1).max(200).optional(),
-  })
-  .superRefine((m, ctx) => {
-    if (m.role === 'tool' && !m.tool_call_id) ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'is required on tool messages' });
-    if (m.role !== 'tool' && m.tool_call_id) ctx.addIssue({ code: 'custom', path: ['tool_call_id'], message: 'is only allowed on tool messages' });
-    if (m.tool_calls && m.role !== 'assistant') ctx.addIssue({ code: 'custom', path: ['tool_calls'], message: 'are only allowed on assistant messages' });
-    if (m.content === null && !m.tool_calls)
-      ctx.addIssue({ code: 'custom', path: ['content'], message: 'may be null only on an assistant message with tool_calls' });
-  });
-
-function fieldPath(prefix: string, path: readonly PropertyKey[]): string {
-  return path.reduce<string>((acc, key) => (typeof key === 'number' ? `${acc}[${key}]` : `${acc}.${String(key)}`), prefix);
-}
-
-/** Postgres text and jsonb cannot hold U+0000 or unpaired surrogates; reject them up front. */
-function findUnstorableString(value: unknown, path: string): string | undefined {
-  if (typeof value === 'string') {
-    if (value.includes('\u0000')) return path;
-    if (!(value as string & { isWellFormed(): boolean }).isWellFormed()) return path;
-    return undefined;
-  }
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = findUnstorableString(value[i], `${path}[${i}]`);
-      if (found) return found;
-    }
-  } else if (value && typeof value === 'object') {
-    for (const [key, inner] of Object.entries(value)) {
-      const found = findUnstorableString(inner, `${path}.${key}`);
-      if (found) return found;
-    }
-  }
-  return undefined;
-}
-
-function charsOf(m: ChatMessage): number {
-  let n = typeof m.content === 'string' ? m.content.length : JSON.stringify(m.content ?? '').length;
-  for (const c of m.tool_calls ?? []) n += c.function.arguments.length;
-  return n;
-}
-
-/** Validates one append batch as a whole: any bad message rejects all of them. */
-export function parseMessages(raw: unknown, limits: MessageLimits = DEFAULT_MESSAGE_LIMITS): ChatMessage[] {
-  if (!Array.isArray(raw)) throw new InvalidInputError('messages', 'must be an array of chat messages');
+/**
+ * Validates one append batch as a whole: any bad message rejects all of them. Messages are
+ * returned as given: fields the service does not know are kept, never dropped.
+ */
+export function parseMessages(raw: unknown, limits: MessageLimits = DEFAULT_MESSAGE_LIMITS, dialect: Dialect = openaiChat): Message[] {
+  if (!Array.isArray(raw)) throw new InvalidInputError('messages', 'must be an array of messages');
   if (raw.length === 0) throw new InvalidInputError('messages', 'must hold at least one message');
   if (raw.length > limits.maxBatchMessages)
     throw new InvalidInputError('messages', `holds ${raw.length} messages; at most ${limits.maxBatchMessages} per append`);
-  const parsed = z.array(message).safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new InvalidInputError(fieldPath('messages', issue.path), issue.message);
-  }
   let total = 0;
-  parsed.data.forEach((m, i) => {
-    const unstorable = findUnstorableString(m, `messages[${i}]`);
-    if (unstorable) throw new InvalidInputError(unstorable, 'contains a NUL character or an unpaired surrogate');
-    if (m.name === SUMMARY_MESSAGE_NAME)
-      throw new InvalidInputError(`messages[${i}].name`, `"${SUMMARY_MESSAGE_NAME}" is reserved for the summaries this service writes`);
-    if (
-      textOf(m as ChatMessage)
-        .trimStart()
-        .startsWith(SUMMARY_PREFIX)
-    ) {
+  raw.forEach((m: unknown, i) => {
+    const at = `messages[${i}]`;
+    const unstorable = findTextRuleViolation(m, at);
+    if (unstorable) throw new InvalidInputError(unstorable.field, unstorable.violation);
+    const problem = dialect.check(m);
+    if (problem) throw new InvalidInputError(problem.field === '' ? at : problem.field.startsWith('[') ? `${at}${problem.field}` : `${at}.${problem.field}`, problem.detail);
+    const message = m as Message;
+    if (dialect.name === 'openai-chat' && message.name === 'context_summary')
+      throw new InvalidInputError(`${at}.name`, '"context_summary" is reserved for the summaries this service writes');
+    if (dialect.posesAsSummary(message)) {
       throw new InvalidInputError(
-        `messages[${i}].content`,
+        `${at}.${dialect.name === 'gemini' ? 'parts' : 'content'}`,
         'must not start with the compaction summary marker, which is reserved for the summaries this service writes',
       );
     }
-    const chars = charsOf(m as ChatMessage);
-    if (chars > limits.maxMessageChars) throw new InvalidInputError(`messages[${i}]`, `is ${chars} characters; at most ${limits.maxMessageChars}`);
+    const chars = charsOf(message, dialect);
+    if (chars > limits.maxMessageChars) throw new InvalidInputError(at, `is ${chars} characters; at most ${limits.maxMessageChars}`);
     total += chars;
   });
   if (total > limits.maxBatchChars) throw new InvalidInputError('messages', `total ${total} characters; at most ${limits.maxBatchChars} per append`);
-  return parsed.data as ChatMessage[];
+  return raw as Message[];
 }

@@ -1,6 +1,7 @@
-import { type ChatMessage, isInstructionMessage, isSummaryMessage, latestUserRequestIndex, SUMMARY_PREFIX, textOf } from './messages';
+import type { Dialect, Message, MessageGroup } from './dialects/types';
+import { openaiChat } from './dialects/openai-chat';
+import { SUMMARY_PREFIX } from './messages';
 import { estimateTokens } from './tokens';
-import { groupMessages, isBrokenGroup, type MessageGroup } from './tool-groups';
 
 export interface PlanOptions {
   /** Tokens of recent conversation kept verbatim. */
@@ -11,6 +12,8 @@ export interface PlanOptions {
   headGroups: number;
   /** A forced compaction keeps only the minimal tail. */
   force: boolean;
+  /** The lineage's message format (default openai-chat). */
+  dialect?: Dialect;
 }
 
 export const DEFAULT_PLAN_OPTIONS: PlanOptions = {
@@ -43,6 +46,17 @@ export interface CompactionPlan {
 
 const indicesOf = (groups: readonly MessageGroup[]) => groups.flatMap((g) => g.indices);
 
+/** A group the provider would reject wherever it stands: an orphan result, or calls left unanswered before the end. */
+export function isBrokenGroup(group: MessageGroup, isLast: boolean): boolean {
+  return group.orphan || (!isLast && group.unanswered.length > 0);
+}
+
+/** Position of the last real user request in a transcript (-1: none). */
+export function latestUserRequestIndex(dialect: Dialect, messages: readonly Message[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (dialect.isRealUserRequest(messages[i])) return i;
+  return -1;
+}
+
 /**
  * Chooses head, middle and tail. Tool-call groups are never split: the cut points fall
  * between groups. On a transcript that was compacted before, everything before the previous
@@ -52,22 +66,26 @@ const indicesOf = (groups: readonly MessageGroup[]) => groups.flatMap((g) => g.i
  * Groups a provider would reject (orphan results, calls never answered) are summarised,
  * never kept. `tokens[i]` is message i's token count (estimated when absent).
  */
-export function planCompaction(messages: readonly ChatMessage[], options: PlanOptions = DEFAULT_PLAN_OPTIONS, tokens?: readonly number[]): CompactionPlan {
-  const groups = groupMessages(messages);
-  const tokensOf = (i: number) => tokens?.[i] ?? estimateTokens(messages[i]);
-  const summaryGroupIndex = groups.findIndex((g) => g.indices.length === 1 && isSummaryMessage(messages[g.indices[0]]));
+export function planCompaction(messages: readonly Message[], options: PlanOptions = DEFAULT_PLAN_OPTIONS, tokens?: readonly number[]): CompactionPlan {
+  const dialect = options.dialect ?? openaiChat;
+  const groups = dialect.groups(messages);
+  const tokensOf = (i: number) => tokens?.[i] ?? estimateTokens(messages[i], dialect);
+  // The previous summary is a run of summary groups (a summary and, in alternating dialects, its acknowledgement).
+  const isSummaryGroup = (g: MessageGroup | undefined) => g !== undefined && g.indices.every((i) => dialect.isSummary(messages[i]));
+  const summaryGroupIndex = groups.findIndex(isSummaryGroup);
 
   let headEnd: number; // groups [0, headEnd) are head
   let previousSummary: string | undefined;
   let bodyStart: number; // first group that may be summarised
   if (summaryGroupIndex >= 0) {
     headEnd = summaryGroupIndex;
-    previousSummary = textOf(messages[groups[summaryGroupIndex].indices[0]]).slice(SUMMARY_PREFIX.length).trim();
+    previousSummary = dialect.textOf(messages[groups[summaryGroupIndex].indices[0]]).slice(SUMMARY_PREFIX.length).trim();
     bodyStart = summaryGroupIndex + 1;
+    while (isSummaryGroup(groups[bodyStart])) bodyStart++;
   } else {
     let instructions = 0;
-    while (instructions < groups.length && isInstructionMessage(messages[groups[instructions].indices[0]])) instructions++;
-    headEnd = Math.min(groups.length, instructions + Math.max(0, options.headGroups));
+    while (instructions < groups.length && groups[instructions].indices.every((i) => dialect.isInstruction(messages[i]))) instructions++;
+    headEnd = Math.min(groups.length, instructions + (dialect.keepsOpeningGroups ? Math.max(0, options.headGroups) : 0));
     bodyStart = headEnd;
   }
 
@@ -99,7 +117,7 @@ export function planCompaction(messages: readonly ChatMessage[], options: PlanOp
   const plan: CompactionPlan = { head, previousSummary, middle, tail };
   if (middle.length === 0) return plan;
   // The latest real user request stays verbatim: in the tail, or right after the summary.
-  const latest = latestUserRequestIndex(messages);
+  const latest = latestUserRequestIndex(dialect, messages);
   if (latest >= 0 && !tail.includes(latest) && !head.includes(latest)) plan.latestUserRequest = latest;
   return plan;
 }

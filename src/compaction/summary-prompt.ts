@@ -1,10 +1,14 @@
-import { type ChatMessage, latestUserRequestIndex, textOf } from './messages';
+import type { Dialect, Message, RenderCaps } from './dialects/types';
+import { openaiChat } from './dialects/openai-chat';
+import type { ChatMessage } from './messages';
+import { latestUserRequestIndex } from './plan';
+import { cutText } from './text';
 import { estimateTextTokens } from './tokens';
 
 /** One request to the summariser: a chunk of the middle, folded into the summary so far. */
 export interface SummaryRequest {
-  /** The messages of this chunk (a message cut to fit is given cut). */
-  middle: ChatMessage[];
+  /** The messages of this chunk as the summariser reads them, one rendering each (a rendering cut to fit is given cut). */
+  lines: string[];
   /** The summary to update: the previous compaction's, or the one folded from earlier chunks. */
   previousSummary?: string;
   focusTopic?: string;
@@ -30,72 +34,58 @@ const SUMMARY_SECTIONS = [
 ] as const;
 
 /** Tool results are long and mostly consumed already: the summariser sees their start. */
-const TOOL_RESULT_CHAR_CAP = 4000;
+export const SUMMARY_RENDER_CAPS: RenderCaps = { toolResultChars: 4000, toolArgumentChars: 500 };
 /** Prompt text besides the messages (instructions, headings) and room for the summary so far. */
 const PROMPT_OVERHEAD_TOKENS = 600;
 const SUMMARY_RESERVE_TOKENS = 4000;
 
-function clip(text: string, cap: number): string {
-  return text.length <= cap ? text : `${text.slice(0, cap)} [... ${text.length - cap} more characters of this tool result not shown]`;
-}
-
-/** One line per message as the summariser reads it. */
-function renderMessage(m: ChatMessage): string {
-  if (m.role === 'tool') return `tool result (${m.name ?? m.tool_call_id ?? 'tool'}): ${clip(textOf(m), TOOL_RESULT_CHAR_CAP)}`;
-  const calls = (m.tool_calls ?? []).map((c) => `${c.function.name}(${clip(c.function.arguments, 500)})`);
-  return `${m.role}: ${textOf(m)}${calls.length ? ` [calls: ${calls.join(', ')}]` : ''}`;
-}
-
-function renderForSummary(messages: readonly ChatMessage[]): string {
-  return messages.map(renderMessage).join('\n');
-}
-
 export interface SummaryChunk {
-  messages: ChatMessage[];
+  lines: string[];
   cut: boolean;
 }
 
-/** A message whose rendering alone exceeds a chunk, cut to fit with a visible note. */
-function cutToFit(m: ChatMessage, maxTokens: number): ChatMessage {
-  const text = textOf(m);
-  const keepChars = Math.max(200, maxTokens * 3 - 400);
-  const note = `\n[... cut: ${Math.max(0, text.length - keepChars)} more characters of this message did not fit in one summariser request]`;
-  return { ...m, tool_calls: undefined, content: `${text.slice(0, keepChars)}${note}` };
+/** A rendering whose size alone exceeds a chunk, cut to fit (on a grapheme boundary) with a visible note. */
+function cutToFit(line: string, maxTokens: number): string {
+  const kept = cutText(line, Math.max(200, maxTokens * 3 - 400));
+  return `${kept}\n[... cut: ${line.length - kept.length} more characters of this message did not fit in one summariser request]`;
 }
 
 /**
  * Splits the middle into chunks that each fit the summariser's input budget (in tokens),
  * in order, never dropping a message: one too large for any chunk is cut, visibly.
  */
-export function chunkMiddle(middle: readonly ChatMessage[], inputBudgetTokens: number, previousSummary?: string): SummaryChunk[] {
+export function chunkMiddle(middle: readonly Message[], inputBudgetTokens: number, previousSummary?: string, dialect: Dialect = openaiChat): SummaryChunk[] {
   const reserve = Math.max(SUMMARY_RESERVE_TOKENS, estimateTextTokens(previousSummary ?? ''));
   const perChunk = Math.max(500, inputBudgetTokens - PROMPT_OVERHEAD_TOKENS - reserve);
   const chunks: SummaryChunk[] = [];
-  let current: SummaryChunk = { messages: [], cut: false };
+  let current: SummaryChunk = { lines: [], cut: false };
   let used = 0;
-  for (const original of middle) {
-    let m = original;
-    let tokens = estimateTextTokens(renderMessage(m)) + 1;
+  for (const message of middle) {
+    let line = dialect.render(message, SUMMARY_RENDER_CAPS);
+    let cut = false;
+    let tokens = estimateTextTokens(line) + 1;
     if (tokens > perChunk) {
-      m = cutToFit(m, perChunk);
-      tokens = estimateTextTokens(renderMessage(m)) + 1;
+      line = cutToFit(line, perChunk);
+      cut = true;
+      tokens = estimateTextTokens(line) + 1;
     }
-    if (used + tokens > perChunk && current.messages.length > 0) {
+    if (used + tokens > perChunk && current.lines.length > 0) {
       chunks.push(current);
-      current = { messages: [], cut: false };
+      current = { lines: [], cut: false };
       used = 0;
     }
-    current.messages.push(m);
-    current.cut ||= m !== original;
+    current.lines.push(line);
+    current.cut ||= cut;
     used += tokens;
   }
-  if (current.messages.length > 0) chunks.push(current);
+  if (current.lines.length > 0) chunks.push(current);
   return chunks;
 }
 
-export function latestUserRequestText(messages: readonly ChatMessage[]): string | undefined {
-  const at = latestUserRequestIndex(messages);
-  return at >= 0 ? textOf(messages[at]) : undefined;
+/** The latest real user request as the summariser reads it (text, and placeholders for images or files). */
+export function latestUserRequestText(messages: readonly Message[], dialect: Dialect = openaiChat): string | undefined {
+  const at = latestUserRequestIndex(dialect, messages);
+  return at >= 0 ? dialect.render(messages[at], SUMMARY_RENDER_CAPS) : undefined;
 }
 
 /** The chat messages sent to an LLM summariser for one chunk. */
@@ -121,7 +111,7 @@ export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
 
   const parts: string[] = [];
   if (request.previousSummary) parts.push(`Summary so far:\n${request.previousSummary}`);
-  parts.push(`Messages to summarise:\n${renderForSummary(request.middle)}`);
+  parts.push(`Messages to summarise:\n${request.lines.join('\n')}`);
   if (request.latestUserRequest) parts.push(`Latest user request:\n${request.latestUserRequest}`);
 
   return [

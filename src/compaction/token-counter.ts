@@ -5,14 +5,15 @@
  * once on first use. For any other model (or none) the estimate in ./tokens is the fallback.
  * Not for workflow code.
  */
-import type { ChatMessage } from './messages';
-import { estimateTokens, MESSAGE_OVERHEAD_TOKENS, messageTexts } from './tokens';
+import type { Dialect, Message } from './dialects/types';
+import { openaiChat } from './dialects/openai-chat';
+import { estimateTokens, MESSAGE_OVERHEAD_TOKENS } from './tokens';
 
 export type TokenizerName = 'o200k_base' | 'cl100k_base' | 'estimate';
 
 export interface TokenCounter {
   readonly tokenizer: TokenizerName;
-  count(message: ChatMessage): number;
+  count(message: Message): number;
 }
 
 /** Which encoding an OpenAI model uses; undefined for models this package does not know. */
@@ -57,18 +58,20 @@ function encoder(name: Exclude<TokenizerName, 'estimate'>): Encoder {
   return found;
 }
 
-const ESTIMATE: TokenCounter = { tokenizer: 'estimate', count: estimateTokens };
 
-/** The counter for a lineage's model: the real tokenizer when known, else the estimate. */
-export function tokenCounterFor(model: string | null | undefined): TokenCounter {
+/**
+ * The counter for a lineage's model and dialect: the real tokenizer when known (over the
+ * texts the dialect says a provider counts), else the estimate (labelled `estimate`).
+ */
+export function tokenCounterFor(model: string | null | undefined, dialect: Dialect = openaiChat): TokenCounter {
   const tokenizer = tokenizerFor(model);
-  if (tokenizer === 'estimate') return ESTIMATE;
+  if (tokenizer === 'estimate') return { tokenizer, count: (message) => estimateTokens(message, dialect) };
   const enc = encoder(tokenizer);
   return {
     tokenizer,
     count(message) {
       let tokens = MESSAGE_OVERHEAD_TOKENS;
-      for (const text of messageTexts(message)) if (text) tokens += enc.countTokens(text, ORDINARY);
+      for (const text of dialect.texts(message)) if (text) tokens += enc.countTokens(text, ORDINARY);
       return tokens;
     },
   };

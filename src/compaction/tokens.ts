@@ -1,32 +1,28 @@
-import { type ChatMessage, textOf } from './messages';
+import type { Dialect, Message } from './dialects/types';
+import { openaiChat } from './dialects/openai-chat';
+import { stringLeaves } from './json';
 
 /** Per-message framing overhead that chat APIs add (role, separators). */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
 /** A common approximation for English text and code: about four characters per token. */
 const CHARS_PER_TOKEN = 4;
 
-/** Every piece of text of a message that a provider counts: content, tool calls, ids, name. */
-export function messageTexts(message: ChatMessage): string[] {
-  const texts = [textOf(message)];
-  for (const call of message.tool_calls ?? []) texts.push(call.function.name, call.function.arguments, call.id);
-  if (message.tool_call_id) texts.push(message.tool_call_id);
-  if (message.name) texts.push(message.name);
-  return texts;
-}
-
 /**
  * A cheap, deterministic token estimate: the fallback for models without a known tokenizer
- * (see ./token-counter). It only needs to be monotonic in the text's size.
+ * (see ./token-counter). It only needs to be monotonic in the text's size. The SQL function
+ * sc_estimate_message_tokens computes the same number, so every client stores the same
+ * estimate: openai-chat counts its texts (content, tool calls, ids, name); other dialects
+ * count every string value of the message.
  */
-export function estimateTokens(message: ChatMessage): number {
+export function estimateTokens(message: Message, dialect: Dialect = openaiChat): number {
   let chars = 0;
-  for (const text of messageTexts(message)) chars += text.length;
+  for (const text of dialect.name === 'openai-chat' ? dialect.texts(message) : stringLeaves(message)) chars += text.length;
   return MESSAGE_OVERHEAD_TOKENS + Math.ceil(chars / CHARS_PER_TOKEN);
 }
 
-export function estimateTranscriptTokens(messages: readonly ChatMessage[]): number {
+export function estimateTranscriptTokens(messages: readonly Message[], dialect: Dialect = openaiChat): number {
   let total = 0;
-  for (const m of messages) total += estimateTokens(m);
+  for (const m of messages) total += estimateTokens(m, dialect);
   return total;
 }
 

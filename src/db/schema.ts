@@ -7,8 +7,22 @@
  * - a lineage commits at most one compaction per generation (partial unique index).
  */
 import { sql } from 'drizzle-orm';
-import { type AnyPgColumn, bigserial, bigint, check, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
-import type { ChatMessage, ContentPart, ToolCall } from '../compaction/messages';
+import { type AnyPgColumn, bigserial, bigint, check, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { DIALECT_NAMES, type DialectName, type Message } from '../compaction/dialects/types';
+import type { JsonValue } from '../compaction/json';
+
+/**
+ * A jsonb column read back exactly as stored. The node driver already parses jsonb; drizzle's
+ * own jsonb type parses a value that arrives as a string a second time, so a JSON text such as
+ * "42" or "{\"ok\":true}" (what tools return) came back as a number or an object. This type
+ * never parses twice: what is written is what is read.
+ */
+const jsonb = <T extends JsonValue | unknown = JsonValue>(name: string) =>
+  customType<{ data: T; driverData: unknown }>({
+    dataType: () => 'jsonb',
+    toDriver: (value) => JSON.stringify(value),
+    fromDriver: (value) => value as T,
+  })(name);
 
 export const lineages = pgTable(
   'lineages',
@@ -19,6 +33,10 @@ export const lineages = pgTable(
     /** Number of committed compactions. */
     generation: integer('generation').notNull().default(0),
     mode: text('mode', { enum: ['rotate', 'in_place'] }).notNull(),
+    /** The provider API format of the lineage's messages (src/compaction/dialects), chosen at create. */
+    dialect: text('dialect', { enum: DIALECT_NAMES as unknown as [DialectName, ...DialectName[]] })
+      .notNull()
+      .default('openai-chat'),
     source: text('source'),
     /** Messages ever appended to the lineage: the last per-lineage append sequence number. */
     appendedCount: integer('appended_count').notNull().default(0),
@@ -42,7 +60,10 @@ export const lineages = pgTable(
     closedAt: timestamp('closed_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [check('lineages_mode_known', sql`${t.mode} in ('rotate', 'in_place')`)],
+  (t) => [
+    check('lineages_mode_known', sql`${t.mode} in ('rotate', 'in_place')`),
+    check('lineages_dialect_known', sql`${t.dialect} in ('openai-chat', 'openai-responses', 'anthropic', 'gemini')`),
+  ],
 );
 
 export const sessions = pgTable(
@@ -76,11 +97,10 @@ export const messages = pgTable(
       .references(() => sessions.id),
     /** Position in the session, from 1. */
     seq: integer('seq').notNull(),
+    /** The role the message is filed under (its dialect's roleOf), for listings and the inspector. */
     role: text('role', { enum: ['system', 'developer', 'user', 'assistant', 'tool'] }).notNull(),
-    content: jsonb('content').$type<string | ContentPart[] | null>(),
-    toolCalls: jsonb('tool_calls').$type<ToolCall[]>(),
-    toolCallId: text('tool_call_id'),
-    name: text('name'),
+    /** The message exactly as appended (JSON-equal): every field, known or not. */
+    body: jsonb<Message>('body').notNull(),
     tokenEstimate: integer('token_estimate').notNull(),
     /**
      * The append's place in its lineage (1, 2, 3, ... across all sessions of the lineage), on
@@ -115,7 +135,7 @@ export const compactions = pgTable(
     childSessionId: text('child_session_id'),
     /** The generation this compaction would produce. */
     generation: integer('generation').notNull(),
-    requestIds: jsonb('request_ids').$type<string[]>().notNull(),
+    requestIds: jsonb<string[]>('request_ids').notNull(),
     trigger: text('trigger').notNull(),
     model: text('model'),
     tokensBefore: integer('tokens_before'),
@@ -132,7 +152,7 @@ export const compactions = pgTable(
     /** The gate that refused the job (see src/compaction/gates.ts), or null. */
     gate: text('gate'),
     /** Each gate's verdict on the head the job would have committed: 'pass' or the reason it failed. */
-    gateResults: jsonb('gate_results').$type<Record<string, string>>(),
+    gateResults: jsonb<Record<string, string>>('gate_results'),
     attempts: integer('attempts').notNull().default(0),
     startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
     finishedAt: timestamp('finished_at', { withTimezone: true }),
@@ -161,7 +181,7 @@ export const appendKeys = pgTable(
     appendKey: text('append_key').notNull(),
     /** md5 of the batch as sent: a key reused for another batch is refused, not answered. */
     batchHash: text('batch_hash').notNull(),
-    result: jsonb('result').notNull(),
+    result: jsonb<unknown>('result').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [primaryKey({ columns: [t.lineageId, t.appendKey] })],
@@ -169,10 +189,5 @@ export const appendKeys = pgTable(
 
 export type MessageRow = typeof messages.$inferSelect;
 
-export function rowToMessage(row: Pick<MessageRow, 'role' | 'content' | 'toolCalls' | 'toolCallId' | 'name'>): ChatMessage {
-  const message: ChatMessage = { role: row.role, content: row.content ?? null };
-  if (row.toolCalls) message.tool_calls = row.toolCalls;
-  if (row.toolCallId) message.tool_call_id = row.toolCallId;
-  if (row.name) message.name = row.name;
-  return message;
-}
+/** The message a row holds, exactly as it was appended. */
+export const rowToMessage = (row: Pick<MessageRow, 'body'>): Message => row.body;

@@ -4,7 +4,7 @@
  * reads snapshots and publishes results here, in single transactions.
  */
 import { and, asc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
-import type { ChatMessage } from '../compaction/messages';
+import { type Dialect, dialectOf, type DialectName, type Message } from '../compaction/dialects';
 import type { GateReport } from '../compaction/gates';
 import { InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
 import { childSessionId, type CompactionMode, type CompactionOutcome, type CompactResult } from '../workflows/contract';
@@ -19,6 +19,7 @@ export interface LineageInfo {
   headSessionId: string;
   generation: number;
   mode: CompactionMode;
+  dialect: DialectName;
   source: string | null;
   compactAtTokens: number | null;
   model: string | null;
@@ -43,25 +44,19 @@ export const DEFAULT_AUTO_COMPACTION_POLICY: AutoCompactionPolicy = {
   resendAfterMs: 5 * 60_000,
 };
 
-export interface SessionMessage extends ChatMessage {
-  seq: number;
-}
-
 function messageRow(
+  dialect: Dialect,
   sessionId: string,
   seq: number,
-  m: ChatMessage,
+  m: Message,
   tokens: number,
   extra: { lineageSeq?: number | null; originMessageId?: number | null; writtenByCompaction?: string } = {},
 ) {
   return {
     sessionId,
     seq,
-    role: m.role,
-    content: m.content ?? null,
-    toolCalls: m.tool_calls ?? null,
-    toolCallId: m.tool_call_id ?? null,
-    name: m.name ?? null,
+    role: dialect.roleOf(m),
+    body: m,
     tokenEstimate: tokens,
     lineageSeq: extra.lineageSeq ?? null,
     originMessageId: extra.originMessageId ?? null,
@@ -110,11 +105,19 @@ async function callFunction<T>(db: Executor, query: ReturnType<typeof sql>): Pro
 /** Creates a lineage with its root session (SQL `session_create`). Idempotent for the same parameters. */
 export async function createSession(
   db: Database,
-  input: { sessionId: string; source?: string; mode: CompactionMode; compactAtTokens?: number; model?: string; contextWindow?: number },
+  input: {
+    sessionId: string;
+    source?: string;
+    mode: CompactionMode;
+    dialect?: DialectName;
+    compactAtTokens?: number;
+    model?: string;
+    contextWindow?: number;
+  },
 ): Promise<LineageInfo> {
   const created = await callFunction<LineageInfo & { created: boolean }>(
     db,
-    sql`select session_create(${input.sessionId}, ${input.source ?? null}, ${input.mode}, ${input.compactAtTokens ?? null}::integer, ${input.model ?? null}::text, ${input.contextWindow ?? null}::integer) as result`,
+    sql`select session_create(${input.sessionId}, ${input.source ?? null}, ${input.mode}, ${input.compactAtTokens ?? null}::integer, ${input.model ?? null}::text, ${input.contextWindow ?? null}::integer, ${input.dialect ?? 'openai-chat'}::text) as result`,
   );
   const { created: _created, ...lineage } = created;
   return lineage;
@@ -136,6 +139,7 @@ function lineageInfo(row: LineageRow): LineageInfo {
     headSessionId: row.headSessionId,
     generation: row.generation,
     mode: row.mode,
+    dialect: row.dialect,
     source: row.source,
     compactAtTokens: row.compactAtTokens,
     model: row.model,
@@ -181,7 +185,7 @@ export interface AppendResult {
 export async function appendMessages(
   db: Executor,
   sessionId: string,
-  batch: readonly ChatMessage[],
+  batch: readonly Message[],
   tokens?: readonly number[],
   policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
   options: { appendKey?: string } = {},
@@ -249,9 +253,20 @@ export async function sessionMessages(db: Executor, sessionId: string, options: 
     .orderBy(asc(messages.seq));
 }
 
+/** A head's messages exactly as appended, in its dialect, with their positions in the head. */
 export interface Transcript {
   sessionId: string;
-  messages: SessionMessage[];
+  dialect: DialectName;
+  messages: Message[];
+  /** `seqs[i]` is the position of `messages[i]` in the head. */
+  seqs: number[];
+}
+
+/** A row an in-place compaction replaced (kept for the audit). */
+export interface ArchivedMessage {
+  seq: number;
+  archivedAt: string;
+  message: Message;
 }
 
 /** The transcript of the lineage head reached from any session id of the lineage (SQL `session_transcript`). */
@@ -259,7 +274,7 @@ export async function headTranscript(
   db: Database,
   sessionId: string,
   options: { includeArchived?: boolean } = {},
-): Promise<Transcript & { archived?: Array<SessionMessage & { archivedAt: string }> }> {
+): Promise<Transcript & { archived?: ArchivedMessage[] }> {
   return callFunction(db, sql`select session_transcript(${sessionId}, ${options.includeArchived ?? false}) as result`);
 }
 
@@ -524,7 +539,7 @@ export async function finishJob(
 
 /** A message of the compacted head, with where it came from. */
 export interface CompactedMessage {
-  message: ChatMessage;
+  message: Message;
   tokens: number;
   /** For a message kept verbatim: the lineage sequence number and appended row it copies. */
   lineageSeq?: number | null;
@@ -544,7 +559,7 @@ export interface CommitInput {
    * The gates, run on the exact head about to be committed: the compacted messages followed
    * by `carried`, the messages appended after the watermark, read under the lineage lock.
    */
-  verify?: (carried: Array<{ message: ChatMessage; tokens: number }>) => GateReport;
+  verify?: (carried: Array<{ message: Message; tokens: number }>) => GateReport;
   stats: { tokensBefore: number; messagesBefore: number; promptTokens?: number; completionTokens?: number };
   policy?: AutoCompactionPolicy;
 }
@@ -638,6 +653,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
     }
 
     const generation = job.generation + 1;
+    const dialect = dialectOf(lineage.dialect);
     let head = job.parentSessionId;
     let firstSeq = 1;
     if (input.mode === 'rotate') {
@@ -657,10 +673,10 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
     }
     const rows = [
       ...input.compacted.map((m, i) =>
-        messageRow(head, firstSeq + i, m.message, m.tokens, { lineageSeq: m.lineageSeq, originMessageId: m.originMessageId, writtenByCompaction: job.jobId }),
+        messageRow(dialect, head, firstSeq + i, m.message, m.tokens, { lineageSeq: m.lineageSeq, originMessageId: m.originMessageId, writtenByCompaction: job.jobId }),
       ),
       ...carried.map((r, i) =>
-        messageRow(head, firstSeq + input.compacted.length + i, rowToMessage(r), r.tokenEstimate, {
+        messageRow(dialect, head, firstSeq + input.compacted.length + i, rowToMessage(r), r.tokenEstimate, {
           lineageSeq: r.lineageSeq,
           originMessageId: r.originMessageId ?? r.id,
           writtenByCompaction: job.jobId,

@@ -4,6 +4,7 @@
  * JSON shapes (see docs/wire-contract.md). Workflow-safe: no I/O, no Node built-ins.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { checkText } from '../compaction/text';
 import { BackgroundCompactionRejectedError, InvalidInputError } from '../errors';
 import type { LineageSettings } from './settings';
 
@@ -173,4 +174,16 @@ export function checkCompactRequest(raw: unknown): CompactRequest {
     force: r.force as boolean | undefined,
     trigger: r.trigger as CompactionTrigger | undefined,
   };
+}
+
+/**
+ * The text rule (src/compaction/text.ts) on a request's strings: a request id or focus with a
+ * NUL or a lone surrogate can be stored nowhere, so it is refused before it is admitted. The
+ * Update validator and the clients run it; signals dropped by it would change what old
+ * histories replay, so the signal handler relies on the bounded abort instead.
+ */
+export function checkRequestText(request: CompactRequest): CompactRequest {
+  if (request.requestId !== undefined) checkText(request.requestId, 'requestId');
+  if (request.focusTopic !== undefined) checkText(request.focusTopic, 'focusTopic');
+  return request;
 }

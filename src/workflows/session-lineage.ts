@@ -53,7 +53,7 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
     return requestId;
   };
   const validate = (request: contract.CompactRequest) => {
-    const { sessionId } = contract.checkCompactRequest(request);
+    const { sessionId } = contract.checkRequestText(contract.checkCompactRequest(request));
     if (!contract.belongsToLineage(sessionId, lineageId)) {
       throw ApplicationFailure.nonRetryable(`session ${sessionId} does not belong to lineage ${lineageId}`, 'InvalidInputError');
     }
