@@ -4,7 +4,7 @@
  * which may find that a lost attempt committed. Postgres decides where the head is; this
  * module only reports it. Workflow code: deterministic.
  */
-import { ActivityFailure, patched, proxyActivities, proxyLocalActivities, rootCause } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities, rootCause } from '@temporalio/workflow';
 import type { CompactionActivities, JobResult } from '../activities/compaction';
 import type { CompactionMode } from './contract';
 import type { Answer, Job } from './lineage-queue';
@@ -14,7 +14,15 @@ import type { LineageSettings } from './settings';
 /** Activity errors no retry can fix: the job fails at once and is recorded as aborted. */
 const NON_RETRYABLE = ['SummariserAuthError', 'SummariserQuotaError', 'SummariserInvalidRequest', 'SessionNotFoundError'];
 
-export const lineageActivities = proxyLocalActivities<CompactionActivities>({ startToCloseTimeout: '30s' });
+/**
+ * The lineage's own bookkeeping (record an abort, joined requests, close). Bounded: a write
+ * that keeps failing (the database refusing it) gives up after a few attempts instead of
+ * retrying for ever and wedging the queue; the job is then answered `aborted` all the same.
+ */
+export const lineageActivities = proxyLocalActivities<CompactionActivities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 8 },
+});
 
 export interface JobContext {
   lineageId: string;
@@ -36,7 +44,13 @@ export async function runCompactionJob(job: Job, context: JobContext): Promise<A
     const joined = job.requests.filter((r) => !scheduled.has(r.requestId)).map((r) => r.requestId);
     if (joined.length === 0 || !patched(PATCH_RECORD_JOINED_REQUESTS)) return answer;
     for (const id of joined) scheduled.add(id);
-    await lineageActivities.recordJoinedRequests({ jobId: job.jobId, lineageId: context.lineageId, requestIds: joined, outcome: answer.outcome });
+    try {
+      await lineageActivities.recordJoinedRequests({ jobId: job.jobId, lineageId: context.lineageId, requestIds: joined, outcome: answer.outcome });
+    } catch (error) {
+      // Bounded like every write here: the joined requests still get the job's answer from this run.
+      if (!(error instanceof ActivityFailure)) throw error;
+      return answer;
+    }
   }
 }
 
@@ -74,21 +88,36 @@ async function decide(job: Job, { lineageId, mode, generation, settings }: JobCo
     });
   } catch (error) {
     if (!(error instanceof ActivityFailure)) throw error;
-    const reason = `summariser failed: ${rootCause(error) ?? 'unknown failure'}`;
+    const reason = `${failedPart(error)} failed: ${rootCause(error) ?? 'unknown failure'}`;
     // A lost attempt may have committed before the abort was recorded: Postgres decides.
     // (Histories recorded before this returned a value replay with `undefined`, and before
     // it returned a JobResult with no reason or previous session: the answer is the same.)
-    const settled = await lineageActivities.recordAbortedCompaction({
-      ...base,
-      // The requests now, joined ones included: an automatic request among them is settled.
-      requestIds: job.requests.map((r) => r.requestId),
-      reason,
-    });
+    let settled: JobResult | undefined;
+    try {
+      settled = await lineageActivities.recordAbortedCompaction({
+        ...base,
+        // The requests now, joined ones included: an automatic request among them is settled.
+        requestIds: job.requests.map((r) => r.requestId),
+        reason,
+      });
+    } catch (recordError) {
+      if (!(recordError instanceof ActivityFailure)) throw recordError;
+      // Even the abort could not be written: answer aborted, say so, and let the queue go on.
+      return { outcome: 'aborted', sessionId: job.headSessionId, generation, reason: `${reason}; recording the abort failed too: ${rootCause(recordError) ?? 'unknown'}` };
+    }
     if (!settled) return { outcome: 'aborted', sessionId: job.headSessionId, generation, reason };
     const previousSessionId = settled.previousSessionId ?? (mode === 'rotate' ? job.headSessionId : undefined);
     result = settled.outcome === 'compacted' ? { ...settled, previousSessionId } : { ...settled, reason };
   }
   return toAnswer(result);
+}
+
+/** Which part of a job failed, from the activity's failure type: the summariser, or the job's own reads and writes. */
+function failedPart(error: ActivityFailure): string {
+  const type = error.cause instanceof ApplicationFailure ? error.cause.type : undefined;
+  if (type?.startsWith('Summariser')) return 'summariser';
+  if (type === 'DatabaseError') return 'database';
+  return 'compaction';
 }
 
 /** The answer every request of the job gets: the wire result, without its request id. */

@@ -1,17 +1,26 @@
 /**
  * The head a provider would get, checked the way that provider checks it: the strict fake
  * provider's own request validator for the dialect (test/support/strict-*.ts), which answers
- * with the provider's error text. Used by the corpus runner and the dialect tests.
+ * with the provider's error text. Stateless: rules that need what the provider generated
+ * (signatures, encrypted content) are checked by the running fakes, not here.
  */
 import type { DialectName, Message } from '../../src/compaction/dialects';
+import { validateAnthropicRequest } from './strict-anthropic';
+import { validateGeminiRequest } from './strict-gemini';
 import { validateChatRequest } from './strict-provider';
+import { validateResponsesRequest } from './strict-responses';
 
 /** Why the dialect's provider would refuse these messages as the next request's input, or undefined. */
 export function strictProviderCheck(dialect: DialectName, messages: readonly Message[]): string | undefined {
+  const refusal = (r: { reason?: string; rule?: string } | null) => (r ? `${r.rule ?? ''} ${r.reason ?? ''}`.trim() : undefined);
   switch (dialect) {
     case 'openai-chat':
       return validateChatRequest({ model: 'agent-model', messages })?.message;
-    default:
-      return undefined;
+    case 'openai-responses':
+      return refusal(validateResponsesRequest({ model: 'agent-model', input: messages, store: false }));
+    case 'anthropic':
+      return refusal(validateAnthropicRequest({ model: 'agent-model', max_tokens: 1024, messages }));
+    case 'gemini':
+      return refusal(validateGeminiRequest({ contents: messages }));
   }
 }
