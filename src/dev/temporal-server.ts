@@ -2,6 +2,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { spawnTethered } from './tether';
 
 export interface DevServerOptions {
   cliPath: string;
@@ -18,6 +19,13 @@ export interface DevServerOptions {
   onOutput?: (chunk: string) => void;
   /** More `temporal server start-dev` arguments (the benchmark: dynamic config, metrics port). */
   extraArgs?: string[];
+  /**
+   * Run the server under a tether (src/dev/tether.ts), in a process group of its own: a
+   * terminal's Ctrl-C does not reach it (the caller stops it, in its own order), and it
+   * stops by itself (SIGTERM, then SIGKILL after 10 s) when this process dies in any way,
+   * so it never outlives it and holds the port. `npm run dev` uses this.
+   */
+  tethered?: boolean;
 }
 
 export interface DevServer {
@@ -62,7 +70,10 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   for (const [name, type] of Object.entries(SEARCH_ATTRIBUTES)) args.push('--search-attribute', `${name}=${type}`);
   if (options.extraArgs) args.push(...options.extraArgs);
 
-  const child = spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const tethered = options.tethered ? spawnTethered(options.cliPath, args, { stopSignal: 'SIGTERM', graceMs: 10_000 }) : undefined;
+  const child = tethered?.process ?? spawn(options.cliPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // SIGKILL of a tether alone would leave the server running: kill its whole process group.
+  const kill = () => (tethered ? tethered.kill() : child.kill('SIGKILL'));
   let output = '';
   const collect = (chunk: Buffer) => {
     const text = chunk.toString();
@@ -79,7 +90,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   while (!(await isPortOpen(ip, options.port))) {
     if (exitCode !== undefined) throw new Error(`temporal server start-dev exited with ${exitCode}:\n${output}`);
     if (Date.now() > deadline) {
-      child.kill('SIGKILL');
+      kill();
       throw new Error(`temporal dev server did not listen on ${ip}:${options.port} within 60 s:\n${output}`);
     }
     await new Promise((r) => setTimeout(r, 200));
@@ -90,6 +101,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     process: child,
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
+      if (tethered) return tethered.stop('SIGTERM', 10_000);
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
