@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Pool } from 'pg';
-import { createOpenAiSummariser } from '../src/activities/summariser';
+import { createLlmSummariser } from '../src/activities/summariser';
 import { loadConfig } from '../src/config';
 import { createNaiveActivities, FLOOR_TABLE_SQL } from './naive-activities';
 
@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     connection: await NativeConnection.connect({ address: config.temporal.address }),
     taskQueue: process.env.BENCH_AUX_QUEUE ?? 'bench-aux',
     workflowBundle: { code: (await bundleWorkflowCode({ workflowsPath: path.join(__dirname, 'workflows.ts'), logger: quiet })).code },
-    activities: createNaiveActivities(createOpenAiSummariser(config.llm, { stallTimeoutMs: 60_000, requestTimeoutMs: 60_000 }), pool),
+    activities: createNaiveActivities(createLlmSummariser(config.llm, { stallTimeoutMs: 60_000, requestTimeoutMs: 60_000 }), pool),
     ...config.worker,
     shutdownGraceTime: 1000,
     ...(process.env.BENCH_WORKER_OPTIONS ? JSON.parse(process.env.BENCH_WORKER_OPTIONS) : {}),

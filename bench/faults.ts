@@ -10,7 +10,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { sql } from 'drizzle-orm';
 import { Pool } from 'pg';
-import { createOpenAiSummariser } from '../src/activities/summariser';
+import { createLlmSummariser } from '../src/activities/summariser';
 import { SessionsClient } from '../src/client';
 import type { ChatMessage } from '../src/compaction/messages';
 import { loadConfig } from '../src/config';
@@ -109,7 +109,7 @@ export async function runFaults(
     settings: { leaseTtlMs: FAULT_TTL_MS, retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000 },
   });
   const pool = new Pool({ connectionString: config.databaseUrl, max: 12 });
-  const reference: ReferenceDesign = createReferenceDesign(pool, createOpenAiSummariser(config.llm, { stallTimeoutMs: 600_000, requestTimeoutMs: 600_000 }), {
+  const reference: ReferenceDesign = createReferenceDesign(pool, createLlmSummariser(config.llm, { stallTimeoutMs: 600_000, requestTimeoutMs: 600_000 }), {
     leaseTtlMs: FAULT_TTL_MS,
   });
   await reference.migrate();

@@ -19,7 +19,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { sql } from 'drizzle-orm';
 import { Pool } from 'pg';
-import { createOpenAiSummariser } from '../src/activities/summariser';
+import { createLlmSummariser } from '../src/activities/summariser';
 import { SessionsClient } from '../src/client';
 import type { ChatMessage } from '../src/compaction/messages';
 import { PROJECT_ROOT } from '../src/config';
@@ -135,7 +135,7 @@ async function main(): Promise<void> {
   await runMigrations(database);
   const pool = new Pool({ connectionString: config.databaseUrl, max: 20 });
   await pool.query(FLOOR_TABLE_SQL);
-  const reference = createReferenceDesign(pool, createOpenAiSummariser(config.llm, { stallTimeoutMs: 60_000, requestTimeoutMs: 60_000 }), {
+  const reference = createReferenceDesign(pool, createLlmSummariser(config.llm, { stallTimeoutMs: 60_000, requestTimeoutMs: 60_000 }), {
     leaseTtlMs: 60_000,
   });
   await reference.migrate();

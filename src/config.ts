@@ -86,7 +86,23 @@ export function loadTemporalSecurity(env: NodeJS.ProcessEnv = process.env): Temp
   return { tls, ...Object.fromEntries(Object.entries(security).filter(([, v]) => v !== undefined)) };
 }
 
+/** The summariser's API from COMPACTION_API; Anthropic reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL. */
+function llmConfig(env: NodeJS.ProcessEnv): LlmConfig {
+  const api = env.COMPACTION_API || 'chat';
+  if (api !== 'chat' && api !== 'responses' && api !== 'anthropic') throw new Error(`COMPACTION_API must be one of chat, responses, anthropic (got ${JSON.stringify(api)})`);
+  const anthropic = api === 'anthropic';
+  return {
+    api,
+    apiKey: (anthropic ? env.ANTHROPIC_API_KEY : env.OPENAI_API_KEY) || undefined,
+    baseURL: (anthropic ? env.ANTHROPIC_BASE_URL : env.OPENAI_BASE_URL) || undefined,
+    model: env.COMPACTION_MODEL || (anthropic ? 'claude-haiku-4-5' : 'gpt-4o-mini'),
+    stream: env.COMPACTION_STREAM !== 'false',
+  };
+}
+
 export interface LlmConfig {
+  /** Which API the summariser speaks: OpenAI-compatible Chat Completions (default) or Responses, or Anthropic's Messages API. */
+  api: 'chat' | 'responses' | 'anthropic';
   /** Absent: the built-in deterministic extractive summariser is used. */
   apiKey?: string;
   baseURL?: string;
@@ -192,12 +208,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBatchMessages: intFrom(env, 'MAX_APPEND_MESSAGES', DEFAULT_MESSAGE_LIMITS.maxBatchMessages),
       maxBatchChars: intFrom(env, 'MAX_APPEND_CHARS', DEFAULT_MESSAGE_LIMITS.maxBatchChars),
     },
-    llm: {
-      apiKey: env.OPENAI_API_KEY || undefined,
-      baseURL: env.OPENAI_BASE_URL || undefined,
-      model: env.COMPACTION_MODEL || 'gpt-4o-mini',
-      stream: env.COMPACTION_STREAM !== 'false',
-    },
+    llm: llmConfig(env),
+
     compaction: {
       leaseTtlMs,
       stallTimeoutMs: intFrom(env, 'COMPACTION_STALL_TIMEOUT_MS', leaseTtlMs),

@@ -91,3 +91,21 @@ export class RequestLostError extends SessionCompactionError {
     super(`request ${requestId} was lost: ${detail}; send it again with the same requestId`);
   }
 }
+
+/**
+ * Postgres could not be reached: it is down, the address (DATABASE_URL) is wrong, it refused
+ * the connection or the login, or the connection broke. Operational, not bad input: try again
+ * once the database is back (a write whose connection broke mid-call may have landed: resend
+ * it the way its API says, e.g. an append with the same appendKey). `address` is host:port,
+ * never the password; `code` is the cause's code when it has one (ECONNREFUSED, ENOTFOUND,
+ * 57P03, ...). Not in USER_ERROR_TYPES.
+ */
+export class DatabaseUnreachableError extends SessionCompactionError {
+  constructor(
+    public readonly address: string,
+    public readonly reason: string,
+    public readonly code?: string,
+  ) {
+    super(`the database is unreachable at ${address}: ${reason}`);
+  }
+}

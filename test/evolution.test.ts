@@ -21,6 +21,7 @@ import {
   PATCH_CLOSE_MARKS_LINEAGE,
   PATCH_CONTINUE_AS_NEW_UNDER_LOAD,
   PATCH_RECORD_JOINED_REQUESTS,
+  PATCH_TEXT_RULE_ON_SIGNALS,
 } from '../src/workflows/patches';
 import { conversation, startTestStack, type TestStack, type TestStackOptions, uniqueId, useTestStack } from './support/stack';
 
@@ -220,5 +221,53 @@ describe('the record-joined-requests patch', () => {
     ).resolves.toBeUndefined();
     const unguarded = await bundleWithout('unguarded-record-joined-requests', GUARDED, 'if (joined.length === 0) return answer;', 'compaction-job.ts');
     await expect(Worker.runReplayHistory({ workflowBundle: { code: unguarded } }, history, 'old-joined-request')).rejects.toThrow(/[Nn]ondeterminism/);
+  });
+});
+
+describe('the text-rule-on-signals patch', () => {
+  const GUARDED = 'validate(request, patched(PATCH_TEXT_RULE_ON_SIGNALS));';
+
+  it('a run of the code before it (a signal measured in UTF-16 units, dropped) replays on today code, and fails to without the guard', async () => {
+    const wide = '😀'.repeat(150); // 150 code points (allowed now), 300 UTF-16 units (over the old limit of 200)
+    const history = await runOldCode(await bundleWithout('before-text-rule-on-signals', GUARDED, 'validate(request, false);'), {}, async (old, root) => {
+      const handle = old.temporal.workflow.getHandle(lineageWorkflowId(root));
+      await handle.signal(compactSignal, { sessionId: root, requestId: wide });
+      // Let the signal's own workflow task complete first (a condition, with a deadline), so the
+      // Update does not join it in one task, where both codes would emit the same single job.
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const events = (await handle.fetchHistory()).events ?? [];
+        const signaled = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes);
+        if (signaled >= 0 && events.slice(signaled).some((e) => e.workflowTaskCompletedEventAttributes)) break;
+        if (Date.now() > deadline) throw new Error('the signal was never processed');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const after = await old.client.compact(root, { requestId: 'after' });
+      expect(after.outcome).toBe('compacted');
+      await old.client.closeSession(after.sessionId);
+      return handle.fetchHistory();
+    });
+    // The old path landed: the signal is in the history and was dropped (one job only, for the Update).
+    const events = history.events ?? [];
+    expect(events.some((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'requestCompaction')).toBe(true);
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(1);
+    expect(patchesOf(events)).not.toContain(PATCH_TEXT_RULE_ON_SIGNALS);
+    keepFixed('v3-wide-signal-before-text-rule-on-signals.json', history);
+
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, 'old-wide-signal'),
+    ).resolves.toBeUndefined();
+    const unguarded = await bundleWithout('unguarded-text-rule-on-signals', GUARDED, 'validate(request, true);');
+    await expect(Worker.runReplayHistory({ workflowBundle: { code: unguarded } }, history, 'old-wide-signal')).rejects.toThrow(/[Nn]ondeterminism/);
+  });
+
+  it('new executions take the new path: a signal is measured in code points', async () => {
+    const id = uniqueId('ev-wide');
+    await stack().client.createSession({ sessionId: id });
+    await stack().client.append(id, conversation(12));
+    const wide = '😀'.repeat(150);
+    await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).signal(compactSignal, { sessionId: id, requestId: wide });
+    const answer = await stack().client.waitForResult(id, wide);
+    expect(answer.outcome).toBe('compacted');
   });
 });

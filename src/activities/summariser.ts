@@ -5,6 +5,7 @@
  * connection errors, stalls).
  */
 import { ApplicationFailure } from '@temporalio/common';
+import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { extractiveSummary } from '../compaction/extractive-summary';
 import { buildSummaryPrompt, chunkMiddle, type SummaryRequest } from '../compaction/summary-prompt';
@@ -49,27 +50,119 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   return undefined;
 }
 
-/** Maps an error of the OpenAI client to a Temporal failure that says whether to retry. */
+/**
+ * Maps an error of an LLM client (openai or @anthropic-ai/sdk: both carry `status` and
+ * `headers` on API errors) to a Temporal failure that says whether to retry.
+ */
 function classifySummariserError(error: unknown): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
-  if (error instanceof APIError && error.status !== undefined) {
-    const status = error.status;
-    const detail = `LLM endpoint answered ${status}: ${error.message}`;
+  const status = (error as { status?: unknown }).status;
+  if ((error instanceof APIError || error instanceof Anthropic.APIError) && typeof status === 'number') {
+    const detail = `LLM endpoint answered ${status}: ${(error as Error).message}`;
     if (status === 401 || status === 403) return ApplicationFailure.nonRetryable(detail, 'SummariserAuthError');
     if (status === 429) {
-      if (error.code === 'insufficient_quota') return ApplicationFailure.nonRetryable(detail, 'SummariserQuotaError');
-      const delay = retryAfterMs(error.headers as Headers | undefined);
+      const code = (error as { code?: unknown }).code ?? (error as { error?: { error?: { type?: unknown } } }).error?.error?.type;
+      if (code === 'insufficient_quota') return ApplicationFailure.nonRetryable(detail, 'SummariserQuotaError');
+      const delay = retryAfterMs((error as { headers?: Headers }).headers);
       return ApplicationFailure.create({ message: detail, type: 'SummariserRateLimited', nextRetryDelay: delay });
     }
-    if (status >= 500) return ApplicationFailure.retryable(detail, 'SummariserServerError');
+    if (status >= 500 || status === 529) return ApplicationFailure.retryable(detail, 'SummariserServerError');
     if (status === 408 || status === 409) return ApplicationFailure.retryable(detail, 'SummariserServerError');
     return ApplicationFailure.nonRetryable(detail, 'SummariserInvalidRequest');
   }
-  if (error instanceof APIConnectionError) {
-    return ApplicationFailure.retryable(`LLM endpoint unreachable: ${error.message}`, 'SummariserConnectionError');
+  if (error instanceof APIConnectionError || error instanceof Anthropic.APIConnectionError) {
+    return ApplicationFailure.retryable(`LLM endpoint unreachable: ${(error as Error).message}`, 'SummariserConnectionError');
   }
   const message = error instanceof Error ? error.message : String(error);
   return ApplicationFailure.retryable(`summariser failed: ${message}`, 'SummariserError');
+}
+
+/** One call to an LLM API: the prompt in, text out (streamed deltas reported as they come). */
+type LlmCall = (
+  prompt: { instructions: string; input: string },
+  context: { signal: AbortSignal; stream: boolean; timeoutMs: number; onDelta: (text: string) => void },
+) => Promise<SummaryResult>;
+
+function chatCall(config: LlmConfig, client: OpenAI): LlmCall {
+  return async ({ instructions, input }, { signal, stream, timeoutMs, onDelta }) => {
+    const messages: OpenAI.ChatCompletionMessageParam[] = [
+      { role: 'system', content: instructions },
+      { role: 'user', content: input },
+    ];
+    if (!stream) {
+      const response = await client.chat.completions.create({ model: config.model, messages }, { signal, timeout: timeoutMs });
+      return {
+        text: response.choices[0]?.message?.content ?? '',
+        model: response.model || config.model,
+        promptTokens: response.usage?.prompt_tokens,
+        completionTokens: response.usage?.completion_tokens,
+      };
+    }
+    const events = await client.chat.completions.create({ model: config.model, messages, stream: true, stream_options: { include_usage: true } }, { signal });
+    let text = '';
+    let model = config.model;
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of events) {
+      const delta = chunk.choices[0]?.delta?.content ?? '';
+      onDelta(delta);
+      text += delta;
+      if (chunk.model) model = chunk.model;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    return { text, model, promptTokens: usage?.prompt_tokens, completionTokens: usage?.completion_tokens };
+  };
+}
+
+function responsesCall(config: LlmConfig, client: OpenAI): LlmCall {
+  return async ({ instructions, input }, { signal, stream, timeoutMs, onDelta }) => {
+    const body = { model: config.model, instructions, input, store: false };
+    if (!stream) {
+      const response = await client.responses.create(body, { signal, timeout: timeoutMs });
+      return { text: response.output_text ?? '', model: response.model || config.model, promptTokens: response.usage?.input_tokens, completionTokens: response.usage?.output_tokens };
+    }
+    const events = await client.responses.create({ ...body, stream: true }, { signal });
+    let text = '';
+    let result: SummaryResult | undefined;
+    for await (const event of events) {
+      if (event.type === 'response.output_text.delta') {
+        onDelta(event.delta);
+        text += event.delta;
+      } else if (event.type === 'response.completed') {
+        const r = event.response;
+        result = { text: r.output_text || text, model: r.model || config.model, promptTokens: r.usage?.input_tokens, completionTokens: r.usage?.output_tokens };
+      }
+    }
+    return result ?? { text, model: config.model };
+  };
+}
+
+function anthropicCall(config: LlmConfig): LlmCall {
+  const client = new Anthropic({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0 });
+  return async ({ instructions, input }, { signal, stream, timeoutMs, onDelta }) => {
+    const body = { model: config.model, max_tokens: 4096, system: instructions, messages: [{ role: 'user' as const, content: input }] };
+    if (!stream) {
+      const response = await client.messages.create(body, { signal, timeout: timeoutMs });
+      const text = response.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+      return { text, model: response.model || config.model, promptTokens: response.usage?.input_tokens, completionTokens: response.usage?.output_tokens };
+    }
+    const events = await client.messages.create({ ...body, stream: true }, { signal });
+    let text = '';
+    let model = config.model;
+    let promptTokens: number | undefined;
+    let completionTokens: number | undefined;
+    for await (const event of events) {
+      if (event.type === 'message_start') {
+        model = event.message.model || model;
+        promptTokens = event.message.usage?.input_tokens;
+      } else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') {
+        onDelta(event.delta.text);
+        text += event.delta.text;
+      } else if (event.type === 'message_delta') {
+        completionTokens = event.usage?.output_tokens;
+      }
+    }
+    return { text, model, promptTokens, completionTokens };
+  };
 }
 
 export interface OpenAiSummariserOptions {
@@ -84,19 +177,18 @@ export interface OpenAiSummariserOptions {
   streamTimeoutMs?: number;
 }
 
-export function createOpenAiSummariser(config: LlmConfig, options: OpenAiSummariserOptions): Summariser {
-  // Temporal owns retries (durable, visible in history): the client must not retry on its own.
-  const client = new OpenAI({
-    apiKey: config.apiKey,
-    baseURL: config.baseURL,
-    maxRetries: 0,
-    ...(options.streamTimeoutMs ? { timeout: options.streamTimeoutMs } : {}),
-  });
+/** The summariser on an LLM: the Chat Completions or Responses API of an OpenAI-compatible endpoint, or Anthropic's Messages API (`config.api`). */
+export function createLlmSummariser(config: LlmConfig, options: OpenAiSummariserOptions): Summariser {
+  // Temporal owns retries (durable, visible in history): the clients must not retry on their own.
+  const openai = () =>
+    new OpenAI({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, ...(options.streamTimeoutMs ? { timeout: options.streamTimeoutMs } : {}) });
+  const call = config.api === 'anthropic' ? anthropicCall(config) : config.api === 'responses' ? responsesCall(config, openai()) : chatCall(config, openai());
+  const api = config.api === 'anthropic' ? 'Anthropic Messages API' : config.api === 'responses' ? 'OpenAI Responses API' : 'OpenAI-compatible Chat Completions API';
   return {
     model: config.model,
-    description: `OpenAI-compatible model ${config.model}${config.baseURL ? ` at ${config.baseURL}` : ''}${config.stream ? ' (streaming)' : ''}`,
+    description: `${api}, model ${config.model}${config.baseURL ? ` at ${config.baseURL}` : ''}${config.stream ? ' (streaming)' : ''}`,
     async summarise(request, context) {
-      const prompt = buildSummaryPrompt(request);
+      const [system, user] = buildSummaryPrompt(request);
       const stall = new AbortController();
       const signal = AbortSignal.any([context.signal, stall.signal]);
       let watchdog: NodeJS.Timeout | undefined;
@@ -105,42 +197,27 @@ export function createOpenAiSummariser(config: LlmConfig, options: OpenAiSummari
         watchdog = setTimeout(() => stall.abort(), options.stallTimeoutMs);
       };
       try {
-        if (!config.stream) {
-          const response = await client.chat.completions.create(
-            { model: config.model, messages: prompt as OpenAI.ChatCompletionMessageParam[] },
-            { signal, timeout: options.requestTimeoutMs },
-          );
-          return {
-            text: response.choices[0]?.message?.content ?? '',
-            model: response.model || config.model,
-            promptTokens: response.usage?.prompt_tokens,
-            completionTokens: response.usage?.completion_tokens,
-          };
-        }
-        armWatchdog();
-        const stream = await client.chat.completions.create(
-          { model: config.model, messages: prompt as OpenAI.ChatCompletionMessageParam[], stream: true, stream_options: { include_usage: true } },
-          { signal },
+        if (config.stream) armWatchdog();
+        const result = await call(
+          { instructions: String(system.content), input: String(user.content) },
+          {
+            signal,
+            stream: config.stream,
+            timeoutMs: options.requestTimeoutMs,
+            onDelta: (text) => {
+              armWatchdog();
+              context.onProgress(text.length);
+            },
+          },
         );
-        let text = '';
-        let model = config.model;
-        let usage: OpenAI.CompletionUsage | undefined;
-        for await (const chunk of stream) {
-          armWatchdog();
-          const delta = chunk.choices[0]?.delta?.content ?? '';
-          context.onProgress(delta.length);
-          text += delta;
-          if (chunk.model) model = chunk.model;
-          if (chunk.usage) usage = chunk.usage;
-        }
-        // The openai client ends an aborted stream quietly instead of throwing: check why it ended.
+        // The clients end an aborted stream quietly instead of throwing: check why it ended.
         if (signal.aborted) throw signal.reason ?? new Error('aborted');
-        return { text, model, promptTokens: usage?.prompt_tokens, completionTokens: usage?.completion_tokens };
+        return result;
       } catch (error) {
         if (stall.signal.aborted && !context.signal.aborted) {
           throw ApplicationFailure.retryable(`the LLM stream was silent for ${options.stallTimeoutMs} ms`, 'SummariserStalled');
         }
-        if (context.signal.aborted || error instanceof APIUserAbortError) throw error;
+        if (context.signal.aborted || error instanceof APIUserAbortError || error instanceof Anthropic.APIUserAbortError) throw error;
         throw classifySummariserError(error);
       } finally {
         clearTimeout(watchdog);
@@ -150,7 +227,7 @@ export function createOpenAiSummariser(config: LlmConfig, options: OpenAiSummari
 }
 
 export function createSummariser(config: LlmConfig, options: OpenAiSummariserOptions): Summariser {
-  return config.apiKey ? createOpenAiSummariser(config, options) : createExtractiveSummariser();
+  return config.apiKey ? createLlmSummariser(config, options) : createExtractiveSummariser();
 }
 
 export interface MiddleSummaryInput {

@@ -1,24 +1,28 @@
 /**
  * The `sessions` command: a thin shell over SessionsClient. Every command takes --json for
- * machine-readable output. Exit codes: 0 ok, 2 bad input or unknown session, 3 the call's
- * deadline passed or its request was lost (wait for it, or send it again), 1 other errors.
+ * machine-readable output. Exit codes: 0 ok (and --help), 2 bad input or unknown session, 3 the
+ * call's deadline passed or its request was lost (wait for it, or send it again), 1 other
+ * errors (the database unreachable among them: one line with its host:port and the cause).
  */
+import type { DialectName } from '../compaction/dialects';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
-import { CallTimeoutError, RequestLostError, SessionCompactionError } from '../errors';
+import { CallTimeoutError, DatabaseUnreachableError, InvalidInputError, RequestLostError, SessionCompactionError } from '../errors';
+import { databaseErrorFrom, queryErrorMessage } from './database-errors';
 import { runDoctor } from './doctor';
+import { parseCompactAt, parseTimeoutSeconds, parseWholeNumber } from './numbers';
 import { formatProgress } from './progress';
 import { SessionsClient } from './sessions-client';
 
 const USAGE = `usage: sessions <command> [options]
 
 commands:
-  create <sessionId> [--source S] [--mode rotate|in_place] [--compact-at TOKENS|PERCENT%]
-         [--model M] [--context-window TOKENS]
-  append <sessionId> [--file messages.json] [--append-key K]   JSON array of chat messages (stdin without --file); a resend with the same key is stored once
+  create <sessionId> [--source S] [--mode rotate|in_place] [--dialect openai-chat|openai-responses|anthropic|gemini]
+         [--compact-at TOKENS|PERCENT%] [--model M] [--context-window TOKENS]
+  append <sessionId> [--file messages.json] [--append-key K]   JSON array of messages in the lineage's dialect (stdin without --file); a resend with the same key is stored once
   compact <sessionId> [--focus TOPIC] [--force] [--request-id ID] [--background] [--timeout SECONDS]
-  transcript <sessionId> [--all]                 the lineage head's messages (--all: archived rows too)
+  transcript <sessionId> [--all] [--provider]    the lineage head's messages as appended (--provider: as the next call sends them; --all: archived rows too)
   lineage <sessionId>                            root to head
   state <sessionId>                              the workflow's state query
   close <sessionId> [--timeout SECONDS]          finish the queue, close the lineage
@@ -28,13 +32,18 @@ commands:
   audit [sessionId]                              forks, orphans, lost and duplicated messages: whole database, or one lineage
   (transcript, lineage, list, history and audit read only Postgres: they work while Temporal is down)
   doctor                                         check Temporal, Postgres, search attributes, worker, LLM
+  help                                           this text (also --help, and <command> --help)
 
+numbers are plain decimal whole numbers from 1 to 2147483647 (--timeout: whole seconds)
 every command takes --json`;
+
+const COMMANDS = ['create', 'append', 'compact', 'transcript', 'lineage', 'state', 'close', 'list', 'history', 'audit', 'doctor', 'help'];
 
 const OPTIONS = {
   json: { type: 'boolean' },
   source: { type: 'string' },
   mode: { type: 'string' },
+  dialect: { type: 'string' },
   'compact-at': { type: 'string' },
   timeout: { type: 'string' },
   model: { type: 'string' },
@@ -46,6 +55,7 @@ const OPTIONS = {
   'request-id': { type: 'string' },
   background: { type: 'boolean' },
   all: { type: 'boolean' },
+  provider: { type: 'boolean' },
   search: { type: 'string' },
   status: { type: 'string' },
   outcome: { type: 'string' },
@@ -58,21 +68,48 @@ class UsageError extends Error {}
 
 /** `--timeout SECONDS` as milliseconds; absent: the configured default. */
 function timeoutOf(values: Record<string, string | boolean | undefined>): number | undefined {
-  if (values.timeout === undefined) return undefined;
-  const seconds = Number(values.timeout);
-  if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
-  return seconds * 1000;
+  return values.timeout === undefined ? undefined : parseTimeoutSeconds(values.timeout);
 }
 
-function readStdin(): string {
-  return readFileSync(0, 'utf8');
+/** A numeric flag, strictly (numbers.ts); absent: undefined. */
+function wholeNumberOf(values: Record<string, string | boolean | undefined>, flag: string): number | undefined {
+  return values[flag] === undefined ? undefined : parseWholeNumber(values[flag], `--${flag}`);
 }
 
-function parseJson(text: string, what: string): unknown {
+const READ_FAILURES: Record<string, string> = {
+  ENOENT: 'no such file',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  EISDIR: 'it is a directory',
+  EBADF: 'it is not open',
+  EAGAIN: 'it cannot be read without blocking',
+};
+
+/**
+ * The JSON document of `--file` (or stdin without one). A file that cannot be read, that is
+ * not UTF-8 or not JSON is bad input (exit 2), named in the message.
+ */
+function readJsonInput(file: string | undefined): unknown {
+  const field = file === undefined ? 'stdin' : '--file';
+  const what = file === undefined ? 'stdin' : `file ${JSON.stringify(file)}`;
+  if (file === '') throw new InvalidInputError(field, 'needs a file name (or leave --file out to read stdin)');
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(file ?? 0);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    throw new InvalidInputError(field, `cannot read ${what}: ${READ_FAILURES[code] ?? (error as Error).message}${code ? ` (${code})` : ''}`);
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new InvalidInputError(field, `${what} is not valid UTF-8`);
+  }
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new UsageError(`${what} is not valid JSON: ${(error as Error).message}`);
+    throw new InvalidInputError(field, `${what} is not valid JSON: ${(error as Error).message}`);
   }
 }
 
@@ -133,22 +170,22 @@ async function run(
   };
   switch (command) {
     case 'create': {
-      const raw = values['compact-at'] as string | undefined;
-      const compactAt = raw === undefined ? undefined : raw.trim().endsWith('%') ? (raw.trim() as `${number}%`) : Number(raw);
-      const contextWindow = values['context-window'] === undefined ? undefined : Number(values['context-window']);
+      const compactAt = values['compact-at'] === undefined ? undefined : parseCompactAt(values['compact-at']);
+      const contextWindow = wholeNumberOf(values, 'context-window');
       const created = await client.createSession({
         sessionId: sessionId(),
         source: values.source as string | undefined,
         mode: values.mode as 'rotate' | 'in_place' | undefined,
+        dialect: values.dialect as DialectName | undefined,
         compactAt,
         model: values.model as string | undefined,
         contextWindow,
       });
-      return print(created, () => `created session ${created.sessionId} (${created.mode})`);
+      return print(created, () => `created session ${created.sessionId} (${created.mode}, ${created.dialect})`);
     }
     case 'append': {
-      const text = values.file ? readFileSync(values.file as string, 'utf8') : readStdin();
-      const appended = await client.append(sessionId(), parseJson(text, values.file ? String(values.file) : 'stdin'), {
+      const id = sessionId();
+      const appended = await client.append(id, readJsonInput(values.file as string | undefined), {
         appendKey: values['append-key'] as string | undefined,
       });
       return print(appended, () => `appended ${appended.count} message(s) to ${appended.sessionId} (seq ${appended.firstSeq}-${appended.lastSeq})`);
@@ -177,13 +214,13 @@ async function run(
       );
     }
     case 'transcript': {
-      const transcript = await client.transcript(sessionId(), { includeArchived: values.all === true });
-      const messages = transcript.messages.map(({ seq: _seq, ...m }) => m);
-      const shape = values.all ? { ...transcript, messages } : { sessionId: transcript.sessionId, messages };
+      const forProvider = values.provider === true;
+      const transcript = await client.transcript(sessionId(), { includeArchived: values.all === true, for: forProvider ? 'provider' : 'stored' });
+      const shape = values.all ? transcript : { sessionId: transcript.sessionId, dialect: transcript.dialect, messages: transcript.messages };
       return print(shape, () =>
         [
-          `session ${transcript.sessionId}`,
-          ...transcript.messages.map((m) => `${m.seq}. ${m.role}: ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content)}`),
+          `session ${transcript.sessionId} (${transcript.dialect})`,
+          ...transcript.messages.map((m, i) => `${transcript.seqs[i]}. ${String(m.role ?? m.type ?? '')}: ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? m.parts ?? m)}`),
         ].join('\n'),
       );
     }
@@ -207,7 +244,7 @@ async function run(
       return print({ closed: sessionId() }, () => `closed the lineage of ${sessionId()}`);
     }
     case 'list': {
-      const limit = values.limit === undefined ? undefined : Number(values.limit);
+      const limit = wholeNumberOf(values, 'limit');
       const page = await client.listLineages({
         source: values.source as string | undefined,
         search: values.search as string | undefined,
@@ -277,6 +314,42 @@ async function run(
   }
 }
 
+/** 3: wait for the request or send it again; 1: operational (the database unreachable, ...); 2: bad input or an unknown session. */
+function exitCodeOf(error: unknown): number {
+  if (error instanceof CallTimeoutError || error instanceof RequestLostError) return 3;
+  if (error instanceof DatabaseUnreachableError) return 1;
+  if (error instanceof SessionCompactionError || error instanceof UsageError) return 2;
+  return 1;
+}
+
+/** Prints `error` (on stderr, and as JSON on stdout with --json) and returns the exit code. */
+function report(error: unknown, json: boolean, databaseUrl: string | undefined, out: (text: string) => void, err: (text: string) => void): number {
+  const mapped = databaseErrorFrom(error, databaseUrl);
+  // A failed query's message without its parameters (for an append, every message of the batch).
+  const message = queryErrorMessage(mapped);
+  if (json) {
+    const fields = mapped && typeof mapped === 'object' ? (mapped as { field?: unknown; requestId?: unknown }) : {};
+    const type = mapped instanceof UsageError ? 'UsageError' : mapped instanceof Error ? mapped.name : 'Error';
+    out(
+      JSON.stringify(
+        {
+          error: {
+            type,
+            message,
+            ...(typeof fields.field === 'string' ? { field: fields.field } : {}),
+            ...(mapped instanceof CallTimeoutError || mapped instanceof RequestLostError ? { requestId: fields.requestId } : {}),
+            ...(mapped instanceof DatabaseUnreachableError ? { address: mapped.address, ...(mapped.code ? { code: mapped.code } : {}) } : {}),
+          },
+        },
+        null,
+        2,
+      ),
+    );
+  }
+  err(`error: ${message}${mapped instanceof UsageError ? `\n\n${USAGE}` : ''}`);
+  return exitCodeOf(mapped);
+}
+
 export async function main(
   argv: string[],
   out: (text: string) => void = (t) => process.stdout.write(`${t}\n`),
@@ -293,53 +366,37 @@ export async function main(
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
-  if (!command || values.help) {
-    (command ? err : out)(USAGE);
-    return command ? 0 : 2;
-  }
   const json = values.json === true;
-  const print: Printer = (value, human) => out(json ? JSON.stringify(value, null, 2) : human());
-  if (command === 'doctor') {
-    const checks = await runDoctor(loadConfig());
-    const ok = checks.every((c) => c.ok);
-    out(json ? JSON.stringify({ ok, checks }, null, 2) : checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`).join('\n'));
-    return ok ? 0 : 1;
+  if (!command && !values.help) {
+    err(USAGE);
+    return 2;
   }
+  let databaseUrl = process.env.DATABASE_URL;
   let client: SessionsClient | undefined;
   try {
-    if (command !== 'create' && !['append', 'compact', 'transcript', 'lineage', 'state', 'close', 'audit', 'list', 'history'].includes(command))
-      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
-    client = await SessionsClient.connect();
+    // `sessions --help`, `sessions help [command]`, `sessions <command> --help`: the usage, exit 0.
+    const topic = command === 'help' ? rest[0] : command;
+    if (topic !== undefined && !COMMANDS.includes(topic)) throw new UsageError(`unknown command ${JSON.stringify(topic)}`);
+    if (command === undefined || command === 'help' || values.help) {
+      out(USAGE);
+      return 0;
+    }
+    const config = loadConfig();
+    databaseUrl = config.databaseUrl;
+    if (command === 'doctor') {
+      const checks = await runDoctor(config);
+      const ok = checks.every((c) => c.ok);
+      out(json ? JSON.stringify({ ok, checks }, null, 2) : checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`).join('\n'));
+      return ok ? 0 : 1;
+    }
+    const print: Printer = (value, human) => out(json ? JSON.stringify(value, null, 2) : human());
+    client = await SessionsClient.connect({ config });
     await run(client, command, rest, values, print, json ? undefined : progressSink);
     return 0;
   } catch (error) {
-    // A deadline or a lost request is not bad input: exit 3 says "wait or send again".
-    if (error instanceof CallTimeoutError || error instanceof RequestLostError) {
-      if (json) out(JSON.stringify({ error: { type: error.name, message: error.message, requestId: error.requestId } }, null, 2));
-      err(`error: ${error.message}`);
-      return 3;
-    }
-    const userError = error instanceof SessionCompactionError || error instanceof UsageError;
-    const type = error instanceof Error ? error.name : 'Error';
-    const message = error instanceof Error ? error.message : String(error);
-    if (json)
-      out(
-        JSON.stringify(
-          {
-            error: {
-              type: error instanceof UsageError ? 'UsageError' : type,
-              message,
-              ...(error && typeof error === 'object' && 'field' in error ? { field: (error as { field: string }).field } : {}),
-            },
-          },
-          null,
-          2,
-        ),
-      );
-    err(`error: ${message}${error instanceof UsageError ? `\n\n${USAGE}` : ''}`);
-    return userError ? 2 : 1;
+    return report(error, json, databaseUrl, out, err);
   } finally {
-    await client?.close();
+    await client?.close().catch(() => undefined);
   }
 }
 

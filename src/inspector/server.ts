@@ -15,6 +15,7 @@ import { loadConfig } from '../config';
 import type { CompactionDetail, CompactionView, LineageDetail, ListLineagesOptions, TranscriptRow } from '../db/lineage-queries';
 import { LINEAGE_STATUSES, OUTCOMES } from '../db/lineage-queries';
 import { CompactionNotFoundError, InvalidInputError, SessionNotFoundError } from '../errors';
+import { parseWholeNumber } from '../client/numbers';
 import { formatProgress } from '../client/progress';
 import { SessionsClient } from '../client/sessions-client';
 
@@ -55,13 +56,11 @@ const n = (value: unknown) => (value == null ? '-' : String(value));
 const lineageHref = (id: string) => `/lineages/${encodeURIComponent(id)}`;
 const compactionHref = (id: string) => `/compactions/${encodeURIComponent(id)}`;
 
-function contentText(row: Pick<TranscriptRow, 'content' | 'toolCalls'>): string {
-  const parts: string[] = [];
-  if (typeof row.content === 'string') parts.push(row.content);
-  else if (Array.isArray(row.content))
-    parts.push(row.content.map((p) => (p && typeof p === 'object' && 'text' in p ? String(p.text) : JSON.stringify(p))).join(''));
-  if (Array.isArray(row.toolCalls) && row.toolCalls.length) parts.push(`tool calls: ${JSON.stringify(row.toolCalls)}`);
-  return parts.join('\n');
+/** A message as a person reads it: its text when it is plain text, otherwise its JSON (every dialect, every field). */
+function contentText(row: Pick<TranscriptRow, 'message'>): string {
+  const { role: _role, name: _name, ...rest } = row.message;
+  if (typeof rest.content === 'string' && Object.keys(rest).length === 1) return rest.content;
+  return JSON.stringify(rest, null, 2);
 }
 
 function listPage(result: Awaited<ReturnType<SessionsClient['listLineages']>>, filters: ListLineagesOptions): Html {
@@ -138,7 +137,7 @@ load();setInterval(load,2000);})();
 }
 
 function messageBlock(row: TranscriptRow, label: string, cls: string): Html {
-  return html`<div class="msg ${cls}" data-seq="${row.seq}"><div class="meta">#${row.seq}${row.lineageSeq != null ? html` · lineage seq ${row.lineageSeq}` : ''} · ${row.role}${row.name ? html` (${row.name})` : ''} · ${label}</div>${contentText(row)}</div>`;
+  return html`<div class="msg ${cls}" data-seq="${row.seq}"><div class="meta">#${row.seq}${row.lineageSeq != null ? html` · lineage seq ${row.lineageSeq}` : ''} · ${row.role}${typeof row.message.name === 'string' ? html` (${row.message.name})` : ''} · ${label}</div>${contentText(row)}</div>`;
 }
 
 function compactionPage(detail: CompactionDetail): Html {
@@ -174,6 +173,46 @@ ${state.progress ? html` · <span id="progress">${formatProgress(state.progress)
   }
 }
 
+/** `text` has a UTF-16 surrogate without its other half (not a string Postgres or a page can hold). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** `part` percent-decoded, or why it cannot be: malformed escapes, bytes that are not UTF-8, a NUL, a lone surrogate. */
+function decodePart(part: string): { value: string } | { problem: string } {
+  let value: string;
+  try {
+    value = decodeURIComponent(part);
+  } catch {
+    return { problem: 'malformed percent-encoding (or bytes that are not UTF-8)' };
+  }
+  if (value.includes('\0')) return { problem: 'a NUL character' };
+  if (LONE_SURROGATE.test(value)) return { problem: 'a lone surrogate' };
+  return { value };
+}
+
+/**
+ * Why the request's path or query cannot be read as text, or undefined when it can. Checked
+ * before routing: the framework would pass such a part on still encoded (or, for %00, as a NUL
+ * that Postgres refuses with an error, a 500), never as the 400 it is.
+ */
+function unreadableUrlPart(url: string): string | undefined {
+  const parsed = new URL(url);
+  for (const segment of parsed.pathname.split('/')) {
+    const decoded = decodePart(segment);
+    if ('problem' in decoded) return `the path has ${decoded.problem}`;
+  }
+  for (const pair of parsed.search.slice(1).split('&')) {
+    if (!pair) continue;
+    const at = pair.indexOf('=');
+    const [rawName, rawValue] = at < 0 ? [pair, ''] : [pair.slice(0, at), pair.slice(at + 1)];
+    const name = decodePart(rawName.replace(/\+/g, ' '));
+    if ('problem' in name) return `a query parameter's name has ${name.problem}`;
+    const value = decodePart(rawValue.replace(/\+/g, ' '));
+    const shown = name.value.length <= 40 ? JSON.stringify(name.value) : 'a query parameter';
+    if ('problem' in value) return `the query parameter ${shown} has ${value.problem}`;
+  }
+  return undefined;
+}
+
 function notFound(c: Context, message: string) {
   return c.html(page('Not found', html`<h1>Not found</h1><p>${message}</p><p><a href="/">all lineages</a></p>`), 404);
 }
@@ -181,6 +220,12 @@ function notFound(c: Context, message: string) {
 export function createInspectorApp(options: InspectorOptions): Hono {
   const { client } = options;
   const app = new Hono();
+  // A path or query that is not text (%00, %zz, %ED%A0%80) is a bad request: a short plain answer.
+  app.use(async (c, next) => {
+    const problem = unreadableUrlPart(c.req.url);
+    if (problem) return c.text(`Bad request: ${problem}.`, 400);
+    await next();
+  });
   app.onError((error, c) => {
     if (error instanceof SessionNotFoundError || error instanceof CompactionNotFoundError) return notFound(c, error.message);
     if (error instanceof InvalidInputError) return c.html(page('Bad request', html`<h1>Bad request</h1><p>${error.message}</p>`), 400);
@@ -199,7 +244,7 @@ export function createInspectorApp(options: InspectorOptions): Hono {
       status: q('status') as ListLineagesOptions['status'],
       lastOutcome: q('outcome') as ListLineagesOptions['lastOutcome'],
       after: q('after'),
-      limit: q('limit') === undefined ? 50 : Number(q('limit')),
+      limit: q('limit') === undefined ? 50 : parseWholeNumber(q('limit'), 'limit'),
     };
     return c.html(listPage(await client.listLineages(filters), filters));
   });

@@ -4,7 +4,7 @@
  * JSON shapes (see docs/wire-contract.md). Workflow-safe: no I/O, no Node built-ins.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import { checkText } from '../compaction/text';
+import { checkText, codePointLength } from '../compaction/text';
 import { BackgroundCompactionRejectedError, InvalidInputError } from '../errors';
 import type { LineageSettings } from './settings';
 
@@ -149,15 +149,18 @@ const REQUEST_FIELDS = new Set(['requestId', 'sessionId', 'focusTopic', 'force',
  * Validates a compaction request. Used by the Update validator (so a bad request never
  * reaches history), by the signal handler (which drops bad requests) and by the client.
  */
-export function checkCompactRequest(raw: unknown): CompactRequest {
+export function checkCompactRequest(raw: unknown, options: { codePoints?: boolean } = {}): CompactRequest {
+  // Sizes in code points, as every client measures them (src/compaction/text.ts); histories
+  // recorded before measured UTF-16 units, which the signal handler keeps for them.
+  const size = (value: string) => (options.codePoints === false ? value.length : codePointLength(value));
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new InvalidInputError('request', 'must be an object');
   const r = raw as Record<string, unknown>;
   for (const key of Object.keys(r)) if (!REQUEST_FIELDS.has(key)) throw new InvalidInputError(key, 'is not a known field');
   const sessionId = checkSessionId(r.sessionId);
-  if (r.requestId !== undefined && (typeof r.requestId !== 'string' || r.requestId.length === 0 || r.requestId.length > MAX_REQUEST_ID_LENGTH)) {
+  if (r.requestId !== undefined && (typeof r.requestId !== 'string' || r.requestId.length === 0 || size(r.requestId) > MAX_REQUEST_ID_LENGTH)) {
     throw new InvalidInputError('requestId', `must be a string of 1 to ${MAX_REQUEST_ID_LENGTH} characters`);
   }
-  if (r.focusTopic !== undefined && (typeof r.focusTopic !== 'string' || r.focusTopic.length > MAX_FOCUS_TOPIC_LENGTH)) {
+  if (r.focusTopic !== undefined && (typeof r.focusTopic !== 'string' || size(r.focusTopic) > MAX_FOCUS_TOPIC_LENGTH)) {
     throw new InvalidInputError('focusTopic', `must be a string of at most ${MAX_FOCUS_TOPIC_LENGTH} characters`);
   }
   for (const flag of ['force', 'background'] as const) {
@@ -179,8 +182,8 @@ export function checkCompactRequest(raw: unknown): CompactRequest {
 /**
  * The text rule (src/compaction/text.ts) on a request's strings: a request id or focus with a
  * NUL or a lone surrogate can be stored nowhere, so it is refused before it is admitted. The
- * Update validator and the clients run it; signals dropped by it would change what old
- * histories replay, so the signal handler relies on the bounded abort instead.
+ * Update validator and the clients run it, and the signal handler does behind a patch (a
+ * signal dropped by it would change what an old history replays).
  */
 export function checkRequestText(request: CompactRequest): CompactRequest {
   if (request.requestId !== undefined) checkText(request.requestId, 'requestId');

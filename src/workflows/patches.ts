@@ -12,3 +12,5 @@ export const PATCH_CONTINUE_AS_NEW_UNDER_LOAD = 'continue-as-new-under-load';
 export const PATCH_CHECK_CLOSED_AT_START = 'check-closed-at-start';
 /** Requests that joined a running job are recorded with it, so their answer outlives the run. */
 export const PATCH_RECORD_JOINED_REQUESTS = 'record-joined-requests';
+/** Signals are checked with the text rule and code-point sizes, as Updates and the clients are. */
+export const PATCH_TEXT_RULE_ON_SIGNALS = 'text-rule-on-signals';

@@ -28,7 +28,7 @@ import { LineageClosedError } from '../errors';
 import { lineageActivities, runCompactionJob } from './compaction-job';
 import * as contract from './contract';
 import { LineageQueue } from './lineage-queue';
-import { PATCH_CHECK_CLOSED_AT_START, PATCH_CLOSE_MARKS_LINEAGE, PATCH_CONTINUE_AS_NEW_UNDER_LOAD } from './patches';
+import { PATCH_CHECK_CLOSED_AT_START, PATCH_CLOSE_MARKS_LINEAGE, PATCH_CONTINUE_AS_NEW_UNDER_LOAD, PATCH_TEXT_RULE_ON_SIGNALS } from './patches';
 import { CompactionCount, SessionHead } from './search-attributes';
 import { DEFAULT_LINEAGE_SETTINGS, type LineageSettings } from './settings';
 
@@ -52,8 +52,10 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
     showProgress();
     return requestId;
   };
-  const validate = (request: contract.CompactRequest) => {
-    const { sessionId } = contract.checkRequestText(contract.checkCompactRequest(request));
+  /** `current`: the text rule and code-point sizes; histories of signals from before them replay without. */
+  const validate = (request: contract.CompactRequest, current = true) => {
+    const checked = contract.checkCompactRequest(request, { codePoints: current });
+    const { sessionId } = current ? contract.checkRequestText(checked) : checked;
     if (!contract.belongsToLineage(sessionId, lineageId)) {
       throw ApplicationFailure.nonRetryable(`session ${sessionId} does not belong to lineage ${lineageId}`, 'InvalidInputError');
     }
@@ -79,7 +81,7 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
     contract.compactSignal,
     (request) => {
       try {
-        validate(request);
+        validate(request, patched(PATCH_TEXT_RULE_ON_SIGNALS));
       } catch (error) {
         // A signal cannot be rejected; a bad or background request is dropped, never run.
         return log.warn('ignored compaction signal', { reason: error instanceof Error ? error.message : String(error) });

@@ -118,7 +118,8 @@ BEGIN
   IF m ? 'name' AND (jsonb_typeof(m->'name') IS DISTINCT FROM 'string' OR length(m->>'name') < 1 OR length(m->>'name') > 256) THEN
     RETURN jsonb_build_object('field', 'name', 'detail', 'must be a string of 1 to 256 characters');
   END IF;
-  speaks := has_calls OR jsonb_typeof(m->'function_call') = 'object' OR jsonb_typeof(m->'refusal') = 'string' OR jsonb_typeof(m->'audio') = 'object';
+  speaks := has_calls OR coalesce(jsonb_typeof(m->'function_call') = 'object', false) OR coalesce(jsonb_typeof(m->'refusal') = 'string', false)
+    OR coalesce(jsonb_typeof(m->'audio') = 'object', false);
   IF coalesce(jsonb_typeof(m->'content'), 'null') = 'null' THEN
     IF NOT (v_role = 'assistant' AND speaks) THEN
       RETURN jsonb_build_object('field', 'content', 'detail', CASE WHEN m ? 'content' THEN 'may be null only on an assistant message with tool_calls' ELSE 'is required' END);
