@@ -2,25 +2,33 @@
 
 from .client import SessionsClient, check_compact_request, check_session_id, connect, lineage_workflow_id
 from .config import Config, load_config, temporal_connect_options
+from .dialects import DIALECTS, DialectName, for_provider
 from .errors import (
     BackgroundCompactionRejectedError,
+    CallTimeoutError,
     ConnectionConfigError,
     InvalidInputError,
     LineageClosedError,
+    RequestLostError,
     SessionCompactionError,
     SessionConflictError,
     SessionNotFoundError,
     TokenizerUnavailableError,
 )
+from .text import check_text
 from .tokens import MESSAGE_OVERHEAD_TOKENS, token_counts, tokenizer_for
 
 __all__ = [
+    "DIALECTS",
     "MESSAGE_OVERHEAD_TOKENS",
     "BackgroundCompactionRejectedError",
+    "CallTimeoutError",
     "Config",
     "ConnectionConfigError",
+    "DialectName",
     "InvalidInputError",
     "LineageClosedError",
+    "RequestLostError",
     "SessionCompactionError",
     "SessionConflictError",
     "SessionNotFoundError",
@@ -28,7 +36,9 @@ __all__ = [
     "TokenizerUnavailableError",
     "check_compact_request",
     "check_session_id",
+    "check_text",
     "connect",
+    "for_provider",
     "lineage_workflow_id",
     "load_config",
     "temporal_connect_options",

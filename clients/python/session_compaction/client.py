@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import re
 import time
 import uuid
@@ -30,12 +29,16 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from .config import Config, load_config, temporal_connect_options
+from .dialects import DIALECTS, DialectName, message_texts
+from .dialects import for_provider as for_provider_view
+from .text import check_messages, check_text
 from .tokens import TokenizerName, token_counts_with, tokenizer_for
 from .errors import (
     BackgroundCompactionRejectedError,
+    CallTimeoutError,
     InvalidInputError,
     LineageClosedError,
-    SessionCompactionError,
+    RequestLostError,
     from_failure,
     from_sql_error,
 )
@@ -43,6 +46,8 @@ from .errors import (
 WORKFLOW_TYPE = "sessionLineageWorkflow"
 WORKFLOW_ID_PREFIX = "session-lineage/"
 COMPACTION_MODES = ("rotate", "in_place")
+#: The largest count Postgres' integer columns hold (token thresholds, context windows, counts).
+MAX_TOKENS = 2_147_483_647
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 _DERIVED_SUFFIX = re.compile(r"--g\d+$")
@@ -66,7 +71,7 @@ def check_session_id(value: object, field: str = "sessionId") -> str:
         raise InvalidInputError(field, "must be a non-empty string")
     if len(_DERIVED_SUFFIX.sub("", value)) > 128:
         raise InvalidInputError(field, "must be at most 128 characters")
-    if not _SESSION_ID.match(value):
+    if not _SESSION_ID.fullmatch(value):
         raise InvalidInputError(field, "may contain only letters, digits and . _ : - and must start with a letter or digit")
     return value
 
@@ -93,7 +98,31 @@ def check_compact_request(raw: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInputError("trigger", "must be one of update, signal, threshold")
     if raw.get("background") is True:
         raise BackgroundCompactionRejectedError()
+    # The text rule (checkRequestText): a NUL or a lone surrogate can be stored nowhere.
+    if request_id is not None:
+        check_text(request_id, "requestId")
+    if focus is not None:
+        check_text(focus, "focusTopic")
     return {k: v for k, v in raw.items() if v is not None and k != "background"} | {"sessionId": session_id}
+
+
+def _check_name(value: object, field: str, most: int) -> None:
+    """A caller's string of 1 to ``most`` code points under the text rule (source, model, append key)."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not 1 <= len(value) <= most:
+        raise InvalidInputError(field, f"must be a string of 1 to {most} characters")
+    check_text(value, field)
+
+
+def _check_count(value: object, field: str) -> None:
+    """A positive whole number an integer column can hold (compactAtTokens, contextWindow)."""
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InvalidInputError(field, "must be a positive whole number")
+    if value > MAX_TOKENS:
+        raise InvalidInputError(field, f"must be a whole number from 1 to {MAX_TOKENS}")
 
 
 def _is_update_limit_error(error: BaseException) -> bool:
@@ -118,6 +147,8 @@ class SessionsClient:
         db: AsyncConnectionPool,
         settings: Mapping[str, Any],
         update_client: Client | None = None,
+        *,
+        request_lost_after: float = 30.0,
     ) -> None:
         self.config = config
         self.temporal = temporal
@@ -130,7 +161,11 @@ class SessionsClient:
         self._settings = dict(settings)
         #: How often compact() met the in-flight Update limit and went by signal instead.
         self.update_limit_fallbacks = 0
-        self._tokenizers: dict[str, TokenizerName] = {}
+        self._formats: dict[str, tuple[TokenizerName, DialectName]] = {}
+        #: Seconds a request may stay unknown to a running lineage workflow before
+        #: wait_for_result declares it lost (RequestLostError), as the TypeScript client's
+        #: ``requestLostAfterMs``.
+        self.request_lost_after = request_lost_after
 
     # ---- data plane (SQL functions) -------------------------------------------------------
 
@@ -153,13 +188,26 @@ class SessionsClient:
         compact_at_tokens: int | None = None,
         model: str | None = None,
         context_window: int | None = None,
+        dialect: DialectName = "openai-chat",
     ) -> dict[str, Any]:
         """Creates a session (the root of a new lineage) and starts its workflow. Idempotent
-        for the same parameters. ``compact_at_tokens`` is the auto-compaction threshold in
-        tokens (the TypeScript client also takes a percentage of a known model's window)."""
+        for the same parameters; a closed lineage is a LineageClosedError. ``compact_at_tokens``
+        is the auto-compaction threshold in tokens (the TypeScript client also takes a
+        percentage of a known model's window). ``dialect`` is the provider API format of the
+        lineage's messages (``openai-chat``, ``openai-responses``, ``anthropic``, ``gemini``):
+        they are checked, stored and returned in it."""
+        check_session_id(session_id)
+        if mode not in COMPACTION_MODES:
+            raise InvalidInputError("mode", f"must be one of {', '.join(COMPACTION_MODES)}")
+        if dialect not in DIALECTS:
+            raise InvalidInputError("dialect", f"must be one of {', '.join(DIALECTS)}")
+        _check_name(source, "source", 100)
+        _check_name(model, "model", 200)
+        _check_count(compact_at_tokens, "compactAtTokens")
+        _check_count(context_window, "contextWindow")
         lineage = await self._call(
-            "select session_create(%s, %s, %s, %s::integer, %s::text, %s::integer)",
-            (session_id, source, mode, compact_at_tokens, model, context_window),
+            "select session_create(%s, %s, %s, %s::integer, %s::text, %s::integer, %s::text)",
+            (session_id, source, mode, compact_at_tokens, model, context_window, dialect),
         )
         await self.temporal.start_workflow(
             WORKFLOW_TYPE,
@@ -167,7 +215,7 @@ class SessionsClient:
             **self._start_options(lineage),
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         )
-        result = {"sessionId": session_id, "lineageId": lineage["lineageId"], "mode": lineage["mode"]}
+        result = {"sessionId": session_id, "lineageId": lineage["lineageId"], "mode": lineage["mode"], "dialect": lineage["dialect"]}
         if lineage.get("source"):
             result["source"] = lineage["source"]
         for key in ("compactAtTokens", "model", "contextWindow"):
@@ -191,10 +239,23 @@ class SessionsClient:
         OpenAI models), and for other models the SQL function stores its estimate. An append that
         leaves the head at or above the lineage's threshold may request a compaction (the
         policy runs in ``session_append``); this sends it as the signal and answers its id
-        as ``compactionRequestId``. If the signal fails, the next append sends it again."""
+        as ``compactionRequestId``. If the signal fails, the next append sends it again.
+
+        Messages are in the lineage's dialect and stored exactly as given, every field kept
+        (``session_append`` checks their structure in that dialect). Every string and key
+        must hold no NUL and be well-formed Unicode, and every value must be JSON (no NaN or
+        Infinity): anything else is an InvalidInputError naming the field, and nothing is sent."""
         check_session_id(session_id)
-        self._check_limits(messages)
-        counts = list(token_counts) if token_counts is not None else token_counts_with(await self._tokenizer(session_id), messages)
+        _check_name(append_key, "appendKey", 200)
+        tokenizer, dialect = await self._format(session_id)
+        check_messages(messages)
+        self._check_limits(messages, dialect)
+        if token_counts is not None:
+            counts: list[int] | None = list(token_counts) if isinstance(token_counts, (list, tuple)) else None
+            if counts is None or any(not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= MAX_TOKENS for c in counts):
+                raise InvalidInputError("tokenCounts", f"must hold one non-negative count per message ({len(messages)})")
+        else:
+            counts = token_counts_with(tokenizer, messages, dialect)
         appended: dict[str, Any] = await self._call(
             "select session_append(%s, %s, %s, %s::integer[], %s::bigint)",
             (session_id, Jsonb(list(messages)), append_key, counts, self.config.auto_compaction_resend_ms),
@@ -210,41 +271,48 @@ class SessionsClient:
                 await self._call("select session_release_auto_compaction(%s, %s)", (appended["lineageId"], request_id))
             return appended | {"compactionRequestError": f"could not request the compaction: {error}"}
 
-    async def _tokenizer(self, session_id: str) -> TokenizerName:
-        """The lineage's tokenizer; its model never changes, so it is remembered per session id."""
-        known = self._tokenizers.get(session_id)
+    async def _format(self, session_id: str) -> tuple[TokenizerName, DialectName]:
+        """The lineage's tokenizer and dialect; its model and dialect never change, so they are
+        remembered per session id."""
+        known = self._formats.get(session_id)
         if known is not None:
             return known
         lineage = await self.lineage(session_id)
-        tokenizer = tokenizer_for(lineage.get("model"))
-        if len(self._tokenizers) >= 10_000:
-            self._tokenizers.clear()
-        self._tokenizers[session_id] = tokenizer
-        return tokenizer
+        found: tuple[TokenizerName, DialectName] = (tokenizer_for(lineage.get("model")), lineage.get("dialect") or "openai-chat")
+        if len(self._formats) >= 10_000:
+            self._formats.clear()
+        self._formats[session_id] = found
+        return found
 
-    def _check_limits(self, messages: Sequence[Mapping[str, Any]]) -> None:
-        """Size limits are each client's configuration (MAX_APPEND_MESSAGES, ...); the SQL
-        function checks the structure."""
-        if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
-            raise InvalidInputError("messages", "must be an array of chat messages")
+    def _check_limits(self, messages: Sequence[Mapping[str, Any]], dialect: str) -> None:
+        """Size limits are each client's configuration (MAX_APPEND_MESSAGES, ...), measured as
+        the TypeScript client does: code points of every text the dialect says a provider
+        counts. The SQL function checks the structure."""
         if len(messages) > self.config.max_append_messages:
             raise InvalidInputError("messages", f"holds {len(messages)} messages; at most {self.config.max_append_messages} per append")
         total = 0
         for i, m in enumerate(messages):
-            content = m.get("content") if isinstance(m, Mapping) else None
-            chars = len(content) if isinstance(content, str) else len(json.dumps(content or ""))
-            for call in (m.get("tool_calls") or []) if isinstance(m, Mapping) else []:
-                chars += len(str(call.get("function", {}).get("arguments", ""))) if isinstance(call, Mapping) else 0
+            chars = sum(len(text) for text in message_texts(m, dialect))
             if chars > self.config.max_message_chars:
                 raise InvalidInputError(f"messages[{i}]", f"is {chars} characters; at most {self.config.max_message_chars}")
             total += chars
         if total > self.config.max_append_chars:
             raise InvalidInputError("messages", f"total {total} characters; at most {self.config.max_append_chars} per append")
 
-    async def transcript(self, session_id: str, *, include_archived: bool = False) -> dict[str, Any]:
-        """``{sessionId, messages}`` of the lineage's head reached from any of its session ids."""
+    async def transcript(self, session_id: str, *, include_archived: bool = False, for_provider: bool = False) -> dict[str, Any]:
+        """The lineage's head reached from any of its session ids: ``{sessionId, dialect,
+        messages, seqs}``, ``messages`` exactly as appended (JSON-equal: every field kept) and
+        ``seqs[i]`` the position of ``messages[i]`` in the head. With ``include_archived``,
+        the rows an in-place compaction replaced as ``archived: [{seq, archivedAt, message}]``.
+        With ``for_provider`` the messages are the provider-ready view the agent sends on its
+        next call (openai-chat: no ``annotations``, no null ``function_call``, ``audio`` as
+        ``{id}``, no ``index`` in tool calls; openai-responses: the ids of a model turn whose
+        reasoning was summarised away dropped; anthropic and gemini: as stored)."""
         check_session_id(session_id)
-        return await self._call("select session_transcript(%s, %s)", (session_id, include_archived))
+        transcript: dict[str, Any] = await self._call("select session_transcript(%s, %s)", (session_id, include_archived))
+        if for_provider:
+            transcript["messages"] = for_provider_view(transcript["dialect"], transcript["messages"])
+        return transcript
 
     async def lineage(self, session_id: str) -> dict[str, Any]:
         """The lineage's state and its sessions, root first."""
@@ -256,6 +324,7 @@ class SessionsClient:
     async def recorded_answer(self, lineage_id: str, request_id: str) -> dict[str, Any] | None:
         """The answer a decided job gave ``request_id`` (SQL ``session_recorded_answer``), or None.
         Answers outlive workflow runs: a request id answered once is never run again."""
+        check_text(request_id, "requestId")
         return await self._call("select session_recorded_answer(%s, %s)", (lineage_id, request_id))
 
     async def compact(
@@ -270,7 +339,8 @@ class SessionsClient:
     ) -> dict[str, Any]:
         """Compacts the session if it is still its lineage's head, by the ``compact`` Update;
         at the server's in-flight Update limit the same request goes as a signal and its
-        answer is read by query. Answers with the result and the head's transcript."""
+        answer is read by query. Answers with the result and ``messages``, the head's
+        messages exactly as appended (as ``transcript``)."""
         raw = {"sessionId": session_id, "requestId": request_id or str(uuid.uuid4()), "focusTopic": focus_topic, "force": force, "background": background}
         request = check_compact_request(raw)
         lineage = await self.lineage(request["sessionId"])
@@ -352,34 +422,75 @@ class SessionsClient:
         return request_id
 
     async def wait_for_result(self, session_id: str, request_id: str, *, timeout: float | None = 600.0) -> dict[str, Any]:
-        """Waits for the answer to a request sent with request_compaction (or by a threshold)."""
+        """Waits for the answer to a request sent with request_compaction (or by a threshold),
+        at most ``timeout`` seconds (CallTimeoutError, also a TimeoutError: the request may
+        still complete). A request the workflow never got (its signal never landed, or it
+        stayed unknown to the running workflow for ``request_lost_after`` seconds), or whose
+        run ended without it, is RequestLostError: send it again with the same id."""
+        if not isinstance(request_id, str) or not 1 <= len(request_id) <= 200:
+            raise InvalidInputError("requestId", "must be a string of 1 to 200 characters")
+        check_text(request_id, "requestId")
         lineage = await self.lineage(session_id)
         return await self._await_answer(lineage["lineageId"], request_id, timeout=timeout)
 
     async def _await_answer(self, lineage_id: str, request_id: str, *, timeout: float | None) -> dict[str, Any]:
-        """Polls the requestResult query until answered, the run ends, or the deadline."""
+        """The request's answer, polled with the ``requestStatus`` query (as the TypeScript
+        client's LineagePoller): answered, pending, or unknown to this run. Unknown is read
+        from Postgres (answered by a run that is gone) and otherwise lost once the run has
+        ended or after ``request_lost_after`` seconds."""
+        if timeout is None:
+            return await self._poll_answer(lineage_id, request_id)
+        try:
+            return await asyncio.wait_for(self._poll_answer(lineage_id, request_id), timeout)
+        except asyncio.TimeoutError:
+            raise CallTimeoutError(request_id, f"the deadline ({timeout} s) passed before the answer came") from None
+
+    async def _poll_answer(self, lineage_id: str, request_id: str) -> dict[str, Any]:
         handle = self.temporal.get_workflow_handle(lineage_workflow_id(lineage_id))
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay, polls = 0.05, 0
+        delay = 0.05
+        unknown_since: float | None = None
         while True:
-            polls += 1
-            answer = await handle.query("requestResult", request_id)
-            if answer:
-                return answer
-            if polls % 20 == 0:
-                # Answered by a run that is gone (the current one may be a newer run): Postgres has it.
+            status = await self._request_status(handle, request_id)
+            kind = status.get("status") if status else None
+            if kind == "answered":
+                return status["result"]  # type: ignore[index]
+            if kind == "unknown":
                 recorded = await self.recorded_answer(lineage_id, request_id)
                 if recorded is not None:
                     return recorded
-                description = await handle.describe()
-                if description.status is not None and description.status.name != "RUNNING":
-                    raise SessionCompactionError(
-                        f"the lineage workflow ended ({description.status.name}) before answering request {request_id}; send it again with the same request id"
-                    )
-            if deadline is not None and time.monotonic() + delay > deadline:
-                raise TimeoutError(f"no answer to request {request_id} within {timeout} s")
+                now = time.monotonic()
+                if unknown_since is None:
+                    unknown_since = now
+                if not await self._running(handle):
+                    raise RequestLostError(request_id, "the lineage workflow run ended without it")
+                if now - unknown_since > self.request_lost_after:
+                    raise RequestLostError(request_id, f"the lineage workflow has not received it after {round(self.request_lost_after * 1000)} ms")
+            elif kind == "pending":
+                unknown_since = None
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+    async def _request_status(self, handle: Any, request_id: str) -> dict[str, Any] | None:
+        """The run's ``requestStatus`` of one request; ``unknown`` where no run exists; None
+        while the server cannot be reached (polled again)."""
+        try:
+            statuses = await handle.query("requestStatus", [request_id])
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return {"requestId": request_id, "status": "unknown"}
+            if error.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
+                return None
+            raise
+        return next((s for s in statuses or [] if s.get("requestId") == request_id), {"requestId": request_id, "status": "unknown"})
+
+    async def _running(self, handle: Any) -> bool:
+        try:
+            description = await handle.describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return description.status is not None and description.status.name == "RUNNING"
 
     async def state(self, session_id: str) -> dict[str, Any]:
         """The workflow's ``state`` query."""
@@ -442,10 +553,13 @@ async def connect(
     *,
     config: Config | None = None,
     settings: Mapping[str, Any] | None = None,
+    request_lost_after: float = 30.0,
 ) -> SessionsClient:
     """Connects to Temporal and Postgres with the TypeScript client's environment variables
     (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TASK_QUEUE, TEMPORAL_TLS*, TEMPORAL_API_KEY,
-    DATABASE_URL, COMPACTION_*). ``settings`` override per-lineage workflow settings."""
+    DATABASE_URL, COMPACTION_*). ``settings`` override per-lineage workflow settings;
+    ``request_lost_after`` bounds how long wait_for_result waits for a request the running
+    workflow does not know (RequestLostError)."""
     config = config or load_config(env)
     options = temporal_connect_options(config)
     temporal = await Client.connect(config.temporal_address, **options)  # type: ignore[arg-type]
@@ -463,4 +577,4 @@ async def connect(
         "maxAttempts": config.max_attempts,
         **(settings or {}),
     }
-    return SessionsClient(config, temporal, db, lineage_settings, update_client)
+    return SessionsClient(config, temporal, db, lineage_settings, update_client, request_lost_after=request_lost_after)

@@ -51,6 +51,28 @@ class LineageClosedError(SessionCompactionError):
         self.lineage_id = lineage_id
 
 
+class CallTimeoutError(SessionCompactionError, TimeoutError):
+    """A wait passed its deadline before the answer came; the request may still complete:
+    wait for the same request id again. Also a ``TimeoutError``."""
+
+    def __init__(self, request_id: str | None, detail: str) -> None:
+        again = f"; the request may still complete: wait for request {request_id} again" if request_id else ""
+        super().__init__(f"{detail}{again}")
+        self.request_id = request_id
+        self.detail = detail
+
+
+class RequestLostError(SessionCompactionError):
+    """The request will never be answered by the workflow that was asked: its run ended
+    without it, or it stayed unknown to the running workflow past the bound (a signal that
+    never landed). Send it again with the same request id: a request id is never run twice."""
+
+    def __init__(self, request_id: str, detail: str) -> None:
+        super().__init__(f"request {request_id} was lost: {detail}; send it again with the same requestId")
+        self.request_id = request_id
+        self.detail = detail
+
+
 class ConnectionConfigError(SessionCompactionError):
     """A connection setting that cannot be used; ``variable`` names the environment variable."""
 
@@ -62,7 +84,7 @@ class ConnectionConfigError(SessionCompactionError):
 def from_sql_error(error: BaseException) -> BaseException:
     """Maps an error of a data-plane SQL function (SQLSTATE SCnnn, DETAIL JSON) to its typed error."""
     sqlstate = getattr(error, "sqlstate", None)
-    if sqlstate == "22P05":  # jsonb cannot hold U+0000
+    if sqlstate == "22P05":  # jsonb cannot hold U+0000 (the client's text rule refuses it first)
         return InvalidInputError("messages", "contains a NUL character or an unpaired surrogate")
     if not (isinstance(sqlstate, str) and sqlstate.startswith("SC")):
         return error

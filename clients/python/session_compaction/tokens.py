@@ -1,6 +1,7 @@
 """Token counts per message, the same numbers as the TypeScript client's
 (src/compaction/token-counter.ts and tokens.ts): for an OpenAI model the model's BPE encoding
-(``o200k_base`` or ``cl100k_base``) over every text of the message plus
+(``o200k_base`` or ``cl100k_base``) over every text of the message in the lineage's
+dialect (``dialects.message_texts``) plus
 ``MESSAGE_OVERHEAD_TOKENS``; for any other model ``None``, and ``session_append`` stores its
 estimate (the same number as the TypeScript estimate; contract/vectors/token-estimates.json).
 
@@ -21,6 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from .dialects import message_texts as dialect_texts
 from .errors import TokenizerUnavailableError
 
 TokenizerName = Literal["o200k_base", "cl100k_base", "estimate"]
@@ -78,31 +80,11 @@ def tokenizer_for(model: str | None) -> TokenizerName:
     return "estimate"
 
 
-def _text_of(content: object) -> str:
-    """textOf of src/compaction/messages.ts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence):
-        return "".join(p["text"] for p in content if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str))
-    return ""
-
-
-def message_texts(message: Mapping[str, Any]) -> list[str]:
-    """Every text of a message a provider counts (messageTexts of src/compaction/tokens.ts).
-    Tolerant of malformed messages: session_append refuses those with a typed error."""
-    texts = [_text_of(message.get("content"))]
-    calls = message.get("tool_calls")
-    for call in calls if isinstance(calls, Sequence) and not isinstance(calls, str) else []:
-        if not isinstance(call, Mapping):
-            continue
-        function = call.get("function")
-        function = function if isinstance(function, Mapping) else {}
-        texts.extend([function.get("name"), function.get("arguments"), call.get("id")])  # type: ignore[list-item]
-    texts.append(message.get("tool_call_id"))  # type: ignore[arg-type]
-    texts.append(message.get("name"))  # type: ignore[arg-type]
-    return [t for t in texts if isinstance(t, str) and t]
+def message_texts(message: Mapping[str, Any], dialect: str = "openai-chat") -> list[str]:
+    """Every non-empty text of a message a provider counts, in the lineage's dialect
+    (``texts`` of src/compaction/dialects). Tolerant of malformed messages: session_append
+    refuses those with a typed error."""
+    return [t for t in dialect_texts(message, dialect) if t]
 
 
 _lock = threading.Lock()
@@ -134,21 +116,22 @@ def _encoding(name: str) -> Any:
         return found
 
 
-def count_tokens(tokenizer: TokenizerName, message: Mapping[str, Any]) -> int:
-    """A message's tokens with an OpenAI encoding, as tokenCounterFor(model).count does."""
+def count_tokens(tokenizer: TokenizerName, message: Mapping[str, Any], dialect: str = "openai-chat") -> int:
+    """A message's tokens with an OpenAI encoding, as tokenCounterFor(model, dialect).count does."""
     if tokenizer == "estimate":
         raise ValueError("the estimate is session_append's: pass no counts")
     enc = _encoding(tokenizer)
-    return MESSAGE_OVERHEAD_TOKENS + sum(len(enc.encode_ordinary(text)) for text in message_texts(message))
+    return MESSAGE_OVERHEAD_TOKENS + sum(len(enc.encode_ordinary(text)) for text in message_texts(message, dialect))
 
 
-def token_counts(model: str | None, messages: Sequence[Mapping[str, Any]]) -> list[int] | None:
-    """The counts the TypeScript client stores for these messages in a lineage of ``model``,
-    or ``None`` where it stores the estimate (which session_append computes itself)."""
-    return token_counts_with(tokenizer_for(model), messages)
+def token_counts(model: str | None, messages: Sequence[Mapping[str, Any]], dialect: str = "openai-chat") -> list[int] | None:
+    """The counts the TypeScript client stores for these messages in a lineage of ``model``
+    and ``dialect``, or ``None`` where it stores the estimate (which session_append computes
+    itself)."""
+    return token_counts_with(tokenizer_for(model), messages, dialect)
 
 
-def token_counts_with(tokenizer: TokenizerName, messages: Sequence[Mapping[str, Any]]) -> list[int] | None:
+def token_counts_with(tokenizer: TokenizerName, messages: Sequence[Mapping[str, Any]], dialect: str = "openai-chat") -> list[int] | None:
     if tokenizer == "estimate":
         return None
-    return [count_tokens(tokenizer, m if isinstance(m, Mapping) else {}) for m in messages]
+    return [count_tokens(tokenizer, m if isinstance(m, Mapping) else {}, dialect) for m in messages]

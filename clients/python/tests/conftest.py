@@ -19,6 +19,34 @@ from session_compaction import SessionsClient, connect
 
 PROJECT_ROOT = pathlib.Path(__file__).resolve().parents[3]
 VECTORS = PROJECT_ROOT / "contract" / "vectors"
+#: The marker every summary this service writes starts with (SUMMARY_PREFIX, src/compaction/messages.ts).
+SUMMARY_PREFIX = "[CONTEXT SUMMARY: reference only, written by session-compaction]"
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality (jsonEqual of src/compaction/json.ts): key order aside, booleans are not
+    numbers, and numbers are equal by value (jsonb keeps a number's value, not Python's type:
+    1e300 appended comes back as the integer it denotes)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b if isinstance(a, int) and isinstance(b, int) else float(a) == float(b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def run_typescript(source: str, payload: Any) -> Any:
+    """Runs a CommonJS snippet with tsx in the repository (``input`` holds ``payload``; the
+    snippet prints one JSON value) and answers that value: the TypeScript side of a parity check."""
+    script = f"let raw = ''; process.stdin.on('data', (d) => (raw += d)).on('end', () => {{ const input = JSON.parse(raw); {source} }});"
+    out = subprocess.run(
+        ["node", "--import", "tsx", "-e", script],
+        cwd=PROJECT_ROOT, input=json.dumps(payload), capture_output=True, text=True, timeout=120, check=True,
+    )
+    return json.loads(out.stdout)
 
 
 def unique_id(prefix: str) -> str:

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 async def test_create_append_compact_read(client):
     sid = unique_id("py")
     created = await client.create_session(sid, source="python")
-    assert created == {"sessionId": sid, "lineageId": sid, "mode": "rotate", "source": "python"}
+    assert created == {"sessionId": sid, "lineageId": sid, "mode": "rotate", "dialect": "openai-chat", "source": "python"}
     assert await client.create_session(sid, source="python") == created  # idempotent
     with pytest.raises(SessionConflictError, match="with source"):
         await client.create_session(sid, source="other")
@@ -118,8 +118,8 @@ async def test_typed_errors(client):
         await client.append(sid, [{"role": "user", "content": "ok"}, {"role": "robot", "content": "x"}])
     assert bad_role.value.field == "messages[1].role"
     with pytest.raises(InvalidInputError) as nul:
-        await client.append(sid, [{"role": "user", "content": "a\u0000b"}])
-    assert nul.value.field == "messages"
+        await client.append(sid, [{"role": "user", "content": "ok"}, {"role": "user", "content": "a\u0000b"}])
+    assert nul.value.field == "messages[1].content"
     assert (await client.transcript(sid))["messages"] == []
 
 
@@ -209,3 +209,50 @@ async def test_request_id_resent_after_its_run_is_gone_is_not_run_again(client, 
         assert rows[0] == 1
     finally:
         await idle_client.close()
+
+
+async def test_a_request_the_workflow_never_got_is_lost(client):
+    """wait_for_result for a request id the running workflow never received raises
+    RequestLostError after request_lost_after (the TypeScript client's requestLostAfterMs),
+    not at the end of its timeout; for a run that has ended it is lost at once."""
+    quick = await sc.connect(request_lost_after=1.0)
+    try:
+        sid = unique_id("py-lost")
+        await quick.create_session(sid)
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(sc.RequestLostError, match="never-sent was lost: the lineage workflow has not received it after 1000 ms") as lost:
+            await quick.wait_for_result(sid, "never-sent", timeout=120)
+        assert lost.value.request_id == "never-sent"
+        assert asyncio.get_running_loop().time() - started < 20
+        # A request that did land is not lost while it waits (pending), nor once answered.
+        await quick.append(sid, conversation(10))
+        request_id = await quick.request_compaction(sid)
+        assert (await quick.wait_for_result(sid, request_id, timeout=120))["outcome"] == "compacted"
+
+        await quick.close_session(sid)
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(sc.RequestLostError, match="the lineage workflow run ended without it"):
+            await client.wait_for_result(sid, "never-sent-either", timeout=120)  # the default bound (30 s) is not waited for
+        assert asyncio.get_running_loop().time() - started < 10
+        # Answers outlive the run: the request that was answered is still answered.
+        assert (await client.wait_for_result(sid, request_id, timeout=30))["outcome"] == "compacted"
+    finally:
+        await quick.close()
+
+
+async def test_a_wait_is_bounded(client):
+    sid = unique_id("py-timeout")
+    await client.create_session(sid)
+    with pytest.raises(sc.CallTimeoutError, match="wait for request not-yet again") as timed_out:
+        await client.wait_for_result(sid, "not-yet", timeout=0.5)  # unknown, but within the 30 s bound
+    assert isinstance(timed_out.value, TimeoutError)
+
+
+async def test_request_sizes_are_code_points(client):
+    """The text rule measures sizes in code points in every client: a focus topic of 600
+    astral characters (1200 UTF-16 units) and a request id of 150 are within 1000 and 200."""
+    sid = unique_id("py-focus")
+    await client.create_session(sid)
+    await client.append(sid, conversation(10))
+    result = await client.compact(sid, force=True, focus_topic="😀" * 600, request_id="🧪" * 150)
+    assert result["outcome"] == "compacted" and result["requestId"] == "🧪" * 150

@@ -26,7 +26,7 @@ async def expect_nothing_lost(db, lineage_id: str, acked: list[str], pattern: st
     """Each acknowledged append is in the database exactly once as an appended row, and the
     head's rows are in append order; then the project's audit agrees."""
     cursor = await db.execute(
-        """select m.content #>> '{}' from messages m join sessions s on s.id = m.session_id
+        """select m.body->>'content' from messages m join sessions s on s.id = m.session_id
            where s.lineage_id = %s and m.written_by_compaction is null and m.role = 'user'""",
         (lineage_id,),
     )
