@@ -97,5 +97,12 @@ export function cutText(text: string, maxUnits: number): string {
  * function sc_marker_text does the same, so no client can slip a forged marker past either.
  */
 export function markerText(text: string): string {
-  return text.replace(/^[\s\p{White_Space}\p{Cf}]+/u, '');
+  return text.replace(MARKER_SPACE, '');
 }
+
+/**
+ * Unicode White_Space and the format characters a text can open with (soft hyphen, bidi
+ * marks, zero-width spaces and joiners, word joiner, BOM, interlinear annotation): the same
+ * list as sc_marker_text in SQL, character for character, so both read a marker alike.
+ */
+const MARKER_SPACE = /^[\u0009-\u000D\u0020\u0085\u00A0\u00AD\u061C\u1680\u180E\u2000-\u200F\u2028-\u202F\u205F-\u2064\u2066-\u206F\u3000\uFEFF\uFFF9-\uFFFB]+/;
