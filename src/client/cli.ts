@@ -181,7 +181,7 @@ async function run(
         model: values.model as string | undefined,
         contextWindow,
       });
-      return print(created, () => `created session ${created.sessionId} (${created.mode}, ${created.dialect})`);
+      return print(created, () => `created session ${created.sessionId} (${created.mode}, ${created.dialect}, tokens: ${created.tokenizer})`);
     }
     case 'append': {
       const id = sessionId();

@@ -51,7 +51,7 @@ import { CompactionCount, SessionHead, SessionLineage, SessionSource } from '../
 import { DEFAULT_LINEAGE_SETTINGS, type LineageSettings } from '../workflows/settings';
 import type { sessionLineageWorkflow } from '../workflows/session-lineage';
 import { type Dialect, dialectOf, type DialectName, type Message } from '../compaction/dialects';
-import { contextWindowOf, type TokenCounter, tokenCounterFor } from '../compaction/token-counter';
+import { contextWindowOf, type TokenCounter, tokenCounterFor, type TokenizerName, tokenizerFor } from '../compaction/token-counter';
 
 const GRPC_RESOURCE_EXHAUSTED = 8;
 
@@ -288,6 +288,8 @@ export class SessionsClient {
     lineageId: string;
     mode: CompactionMode;
     dialect: DialectName;
+    /** How the lineage's tokens are counted: a model's real tokenizer, or `estimate` (about four characters a token). */
+    tokenizer: TokenizerName;
     source?: string;
     compactAtTokens?: number;
     model?: string;
@@ -318,6 +320,7 @@ export class SessionsClient {
       lineageId: lineage.lineageId,
       mode,
       dialect,
+      tokenizer: tokenizerFor(model),
       ...(options.source ? { source: options.source } : {}),
       ...(compactAtTokens ? { compactAtTokens } : {}),
       ...(model ? { model } : {}),
