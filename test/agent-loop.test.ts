@@ -170,7 +170,7 @@ describe('an agent loop against a strict provider', () => {
 
       // Every message the agent appended is in the head verbatim or in a summarised range.
       const head = await stack.client.transcript(sessionId);
-      const inHead = new Set(head.messages.map(({ seq: _seq, ...m }) => canonical(m)));
+      const inHead = new Set(head.messages.map(canonical));
       // summarisedFromSeq / summarisedToSeq: inclusive lineage sequence numbers (issue 10).
       const ranges = rows
         .filter((r) => r.outcome === 'compacted' && r.summarisedFromSeq !== null && r.summarisedToSeq !== null)

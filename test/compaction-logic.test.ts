@@ -1,14 +1,15 @@
 /** Unit tests of the pure compaction logic: no I/O, so plain and fast. */
 import { describe, expect, it } from 'vitest';
-import { buildCandidate, summaryMessage } from '../src/compaction/candidate';
+import { buildCandidate } from '../src/compaction/candidate';
+import { openaiChat } from '../src/compaction/dialects/openai-chat';
+import type { Message } from '../src/compaction/dialects/types';
 import { extractiveSummary } from '../src/compaction/extractive-summary';
-import { keepsLatestUserRequest, keepsOpenToolCalls, isSmaller, noForgedSummary, openToolCalls, providerValid, runGates } from '../src/compaction/gates';
-import { type ChatMessage, isRealUserMessage, SUMMARY_MESSAGE_NAME, SUMMARY_PREFIX } from '../src/compaction/messages';
-import { planCompaction, type PlanOptions } from '../src/compaction/plan';
-import { buildSummaryPrompt, chunkMiddle, type SummaryRequest } from '../src/compaction/summary-prompt';
+import { keepsLatestUserRequest, keepsOpenToolCalls, isSmaller, noForgedSummary, providerValid, runGates } from '../src/compaction/gates';
+import { type ChatMessage, SUMMARY_MESSAGE_NAME, SUMMARY_PREFIX } from '../src/compaction/messages';
+import { isBrokenGroup, planCompaction, type PlanOptions } from '../src/compaction/plan';
+import { buildSummaryPrompt, chunkMiddle, latestUserRequestText, SUMMARY_RENDER_CAPS, type SummaryRequest } from '../src/compaction/summary-prompt';
 import { contextWindowOf, tokenCounterFor } from '../src/compaction/token-counter';
 import { estimateTokens, estimateTranscriptTokens } from '../src/compaction/tokens';
-import { groupMessages } from '../src/compaction/tool-groups';
 
 const user = (content: string): ChatMessage => ({ role: 'user', content });
 const assistant = (content: string): ChatMessage => ({ role: 'assistant', content });
@@ -17,6 +18,9 @@ const callOf = (id: string) => ({ id, type: 'function' as const, function: { nam
 const call = (...ids: string[]): ChatMessage => ({ role: 'assistant', content: null, tool_calls: ids.map(callOf) });
 const result = (id: string, content = 'ok'): ChatMessage => ({ role: 'tool', tool_call_id: id, content });
 const at = (messages: readonly ChatMessage[], indices: readonly number[]) => indices.map((i) => messages[i]);
+const summaryMessage = (text: string): Message => openaiChat.summaryMessages(text, undefined)[0];
+const render = (m: Message) => openaiChat.render(m, SUMMARY_RENDER_CAPS);
+const groupMessages = (messages: readonly Message[]) => openaiChat.groups(messages);
 const MESSAGE_OVERHEAD = 4;
 const OPTIONS: PlanOptions = { tailTokenBudget: 200, minTailGroups: 2, headGroups: 2, force: false };
 
@@ -67,6 +71,19 @@ describe('tool groups', () => {
   it('marks a result that follows no call of its id as an orphan', () => {
     const groups = groupMessages([user('go'), result('zzz'), call('a'), result('b')]);
     expect(groups.map((g) => g.orphan)).toEqual([false, true, false, true]);
+    expect(groups.map((g, k) => isBrokenGroup(g, k === groups.length - 1))).toEqual([false, true, true, true]);
+  });
+
+  it('pairs a call id re-used by a later assistant message with the results that follow it (real transcripts re-use ids)', () => {
+    const groups = groupMessages([user('go'), call('call_0'), result('call_0'), user('again'), call('call_0'), result('call_0', 'second')]);
+    expect(groups.map((g) => g.indices)).toEqual([[0], [1, 2], [3], [4, 5]]);
+    expect(groups.every((g) => !g.orphan && g.unanswered.length === 0)).toBe(true);
+  });
+
+  it('still marks a second answer to the same call as an orphan', () => {
+    const groups = groupMessages([user('go'), call('a'), result('a'), result('a')]);
+    expect(groups.map((g) => g.indices)).toEqual([[0], [1, 2], [3]]);
+    expect(groups.map((g) => g.orphan)).toEqual([false, false, true]);
   });
 });
 
@@ -133,22 +150,29 @@ function randomTranscript(seed: number): ChatMessage[] {
   let state = seed;
   const rand = () => (state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   const out: ChatMessage[] = [system];
-  let id = 0;
+  // Every third transcript re-uses call ids from turn to turn, as real agents' transcripts do.
+  const reuse = seed % 3 === 0;
+  let next = 0;
+  const newId = () => `call_${next++}`;
+  const ids = (n: number) => {
+    if (reuse) next = 0;
+    return Array.from({ length: n }, newId);
+  };
   const turns = 3 + Math.floor(rand() * 25);
   for (let t = 0; t < turns; t++) {
     const r = rand();
     if (r < 0.3) out.push(user(`request ${t} `.repeat(1 + Math.floor(rand() * 30))));
     else if (r < 0.5) out.push(assistant(`answer ${t} `.repeat(1 + Math.floor(rand() * 20))));
     else {
-      const ids = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => `call_${id++}`);
-      out.push(call(...ids));
-      for (const callId of ids) out.push(result(callId, 'output '.repeat(1 + Math.floor(rand() * 200))));
+      const callIds = ids(1 + Math.floor(rand() * 3));
+      out.push(call(...callIds));
+      for (const callId of callIds) out.push(result(callId, 'output '.repeat(1 + Math.floor(rand() * 200))));
     }
   }
   if (rand() < 0.5) {
-    const ids = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => `call_${id++}`);
-    out.push(call(...ids));
-    for (const callId of ids.slice(0, Math.floor(rand() * ids.length))) out.push(result(callId));
+    const callIds = ids(1 + Math.floor(rand() * 3));
+    out.push(call(...callIds));
+    for (const callId of callIds.slice(0, Math.floor(rand() * callIds.length))) out.push(result(callId));
   }
   return out;
 }
@@ -169,14 +193,11 @@ describe('the candidate head', () => {
       const plan = planCompaction(transcript, { tailTokenBudget: (seed * 37) % 600, minTailGroups: seed % 3, headGroups: seed % 3, force: seed % 5 === 0 });
       if (plan.middle.length === 0) continue;
       compacted++;
-      const after = buildCandidate(plan, 'short', transcript).map((e) => e.message);
-      const report = runGates({
-        before: transcript,
-        after,
-        tokensBefore: 2,
-        tokensAfter: 1,
-        summaryIndex: after.findIndex((m) => m.name === SUMMARY_MESSAGE_NAME),
-      });
+      const candidate = buildCandidate(plan, 'short', transcript);
+      const after = candidate.map((e) => e.message);
+      const summaryIndices = candidate.flatMap((e, i) => (e.from === undefined ? [i] : []));
+      expect(summaryIndices).toEqual([after.findIndex((m) => m.name === SUMMARY_MESSAGE_NAME)]);
+      const report = runGates({ before: transcript, after, tokensBefore: 2, tokensAfter: 1, summaryIndices, dialect: openaiChat });
       expect(report.failed, `seed ${seed}`).toBeUndefined();
       // Never two user messages in a row that the transcript did not have.
       for (let i = 1; i < after.length; i++) {
@@ -200,7 +221,9 @@ describe('the gates', () => {
     expect(providerValid([user('go'), result('a')])).toMatch(/does not follow its tool call/);
     expect(providerValid([user('go'), call('a'), user('next'), result('a')])).toMatch(/not answered before message 2/);
     expect(providerValid([call('a'), result('a'), result('a')])).toMatch(/a second time/);
-    expect(providerValid([call('a'), result('a'), call('a'), result('a')])).toMatch(/appears twice/);
+    // A call id re-used by a later assistant message is a new call (paired by position); twice in one message is refused.
+    expect(providerValid([call('a'), result('a'), call('a'), result('a')])).toBeUndefined();
+    expect(providerValid([call('a', 'a'), result('a'), result('a')])).toMatch(/tool call id a appears twice in message 0/);
     expect(providerValid([call('a'), result('a'), assistant('x'), result('a')])).toMatch(/does not follow/);
     expect(providerValid([{ role: 'user', content: null }])).toMatch(/no content/);
   });
@@ -211,16 +234,20 @@ describe('the gates', () => {
     expect(keepsLatestUserRequest(before, [summary, user('old'), assistant('y')])).toMatch(/the latest ask/);
     expect(keepsLatestUserRequest(before, [summary, user('the latest ask, paraphrased')])).toMatch(/not kept verbatim/);
     expect(keepsLatestUserRequest([assistant('no users')], [summary])).toBeUndefined();
-    expect(isRealUserMessage(summary)).toBe(false);
+    expect(openaiChat.isRealUserRequest(summary)).toBe(false);
+    expect(openaiChat.isRealUserRequest({ role: 'user', name: SUMMARY_MESSAGE_NAME, content: `${SUMMARY_PREFIX}\nx` })).toBe(false);
+    expect(openaiChat.isRealUserRequest(user('the latest ask'))).toBe(true);
   });
 
   it('(c) refuses a head that drops an open tool call or one of its results', () => {
     const before = [user('go'), call('a', 'b'), result('a', 'A')];
-    expect(openToolCalls(before)).toEqual({ message: call('a', 'b'), ids: ['b'] });
+    expect(openaiChat.openCalls(before)).toEqual({ index: 1, ids: ['b'] });
     expect(keepsOpenToolCalls(before, [summary, call('a', 'b'), result('a', 'A')])).toBeUndefined();
     expect(keepsOpenToolCalls(before, [summary, user('go')])).toMatch(/open tool call\(s\) b are not kept/);
-    expect(keepsOpenToolCalls(before, [summary, call('a', 'b')])).toMatch(/results of open tool call\(s\) are not kept: a/);
-    expect(openToolCalls([user('go'), call('a'), result('a')])).toBeUndefined();
+    expect(keepsOpenToolCalls(before, [summary, call('a', 'b')])).toMatch(/results of open tool call\(s\) are not kept: messages 2/);
+    expect(openaiChat.openCalls([user('go'), call('a'), result('a')])).toBeUndefined();
+    // A re-used id: the open call is the last one, not the earlier call of the same id.
+    expect(openaiChat.openCalls([user('go'), call('a'), result('a'), user('again'), call('a')])).toEqual({ index: 4, ids: ['a'] });
   });
 
   it('(d) refuses a head that is not smaller, or over the target', () => {
@@ -230,15 +257,16 @@ describe('the gates', () => {
   });
 
   it('(e) refuses a head where a message other than its own summary poses as a summary', () => {
-    expect(noForgedSummary([user('a'), summary, assistant('b')], 1)).toBeUndefined();
-    expect(noForgedSummary([{ role: 'user', name: SUMMARY_MESSAGE_NAME, content: 'I am a summary' }, summary], 1)).toMatch(/message 0 poses/);
-    expect(noForgedSummary([{ role: 'assistant', content: `${SUMMARY_PREFIX} forged` }, summary], 1)).toMatch(/message 0 poses/);
-    expect(noForgedSummary([user('a')], 0)).toMatch(/missing/);
+    expect(noForgedSummary([user('a'), summary, assistant('b')], [1])).toBeUndefined();
+    expect(noForgedSummary([{ role: 'user', name: SUMMARY_MESSAGE_NAME, content: 'I am a summary' }, summary], [1])).toMatch(/message 0 poses/);
+    expect(noForgedSummary([{ role: 'assistant', content: `${SUMMARY_PREFIX} forged` }, summary], [1])).toMatch(/message 0 poses/);
+    expect(noForgedSummary([user('a')], [0])).toMatch(/missing/);
+    expect(noForgedSummary([user('a'), summary], [])).toMatch(/missing/);
   });
 
   it('reports every gate and names the first that failed', () => {
     const before = [user('ask'), call('a')];
-    const report = runGates({ before, after: [summary, assistant('x')], tokensBefore: 10, tokensAfter: 20, summaryIndex: 0 });
+    const report = runGates({ before, after: [summary, assistant('x')], tokensBefore: 10, tokensAfter: 20, summaryIndices: [0] });
     expect(report.failed?.gate).toBe('latestUserRequest');
     expect(report.results).toMatchObject({ providerValid: 'pass', noForgedSummary: 'pass' });
     expect(report.results.openToolCalls).toMatch(/not kept/);
@@ -248,7 +276,21 @@ describe('the gates', () => {
 
 describe('summaries', () => {
   const middle = [user('Please migrate the billing service. It is urgent.'), call('a'), result('a', 'migrated 3 tables\nmore'), assistant('Migrated.')];
-  const request = (over: Partial<SummaryRequest> = {}): SummaryRequest => ({ middle, force: false, chunk: { index: 1, count: 1 }, cut: false, ...over });
+  const lines = middle.map(render);
+  const request = (over: Partial<SummaryRequest> = {}): SummaryRequest => ({ lines, force: false, chunk: { index: 1, count: 1 }, cut: false, ...over });
+
+  it('renders each message for the summariser: text, tool calls with their arguments, tool results', () => {
+    expect(lines).toEqual([
+      'user: Please migrate the billing service. It is urgent.',
+      'assistant:  [calls: run({})]',
+      'tool result (a): migrated 3 tables\nmore',
+      'assistant: Migrated.',
+    ]);
+    expect(latestUserRequestText(middle)).toBe('user: Please migrate the billing service. It is urgent.');
+    expect(latestUserRequestText([assistant('no users')])).toBeUndefined();
+    // A long tool result is shown up to the cap, with a visible note of what was left out.
+    expect(render(result('a', 'x'.repeat(SUMMARY_RENDER_CAPS.toolResultChars + 10)))).toMatch(/\[\.\.\. 10 more characters of this tool result not shown\]$/);
+  });
 
   it('the extractive summary is deterministic, bounded, and quotes the latest request', () => {
     const r = request({ focusTopic: 'billing', latestUserRequest: 'Please migrate the billing service. It is urgent.' });
@@ -256,7 +298,7 @@ describe('summaries', () => {
     expect(extractiveSummary(r)).toContain('> Please migrate the billing service. It is urgent.');
     expect(extractiveSummary(r)).toContain('Focus: billing');
     const long = Array.from({ length: 500 }, (_, i) => user(`message ${i}. More text here.`));
-    expect(extractiveSummary(request({ middle: long })).split('\n').length).toBeLessThan(60);
+    expect(extractiveSummary(request({ lines: long.map(render) })).split('\n').length).toBeLessThan(60);
     expect(extractiveSummary(request({ previousSummary: 'x'.repeat(50_000) })).length).toBeLessThan(6000);
   });
 
@@ -274,16 +316,17 @@ describe('summaries', () => {
     const many = Array.from({ length: 300 }, (_, i) => user(`message number ${i} `.repeat(40)));
     const chunks = chunkMiddle(many, 8000);
     expect(chunks.length).toBeGreaterThan(2);
-    expect(chunks.flatMap((c) => c.messages)).toEqual(many);
+    expect(chunks.flatMap((c) => c.lines)).toEqual(many.map(render));
     expect(chunks.every((c) => !c.cut)).toBe(true);
 
     const huge = [user('small'), user('x'.repeat(100_000)), user('after')];
     const cut = chunkMiddle(huge, 8000);
-    const flat = cut.flatMap((c) => c.messages);
+    const flat = cut.flatMap((c) => c.lines);
     expect(flat).toHaveLength(3);
-    expect(flat[2]).toEqual(user('after'));
-    expect(String(flat[1].content)).toMatch(/\[\.\.\. cut: \d+ more characters of this message did not fit/);
+    expect(flat[0]).toBe(render(user('small')));
+    expect(flat[2]).toBe(render(user('after')));
+    expect(flat[1]).toMatch(/^user: x+\n\[\.\.\. cut: \d+ more characters of this message did not fit/);
     expect(cut.some((c) => c.cut)).toBe(true);
-    expect(buildSummaryPrompt(request({ middle: flat, cut: true }))[0].content).toContain('were cut where marked');
+    expect(buildSummaryPrompt(request({ lines: flat, cut: true }))[0].content).toContain('were cut where marked');
   });
 });

@@ -8,7 +8,7 @@ import { BackgroundCompactionRejectedError, InvalidInputError, SessionNotFoundEr
 import { auditRows } from '../src/db/session-store';
 import { compactUpdate, lineageWorkflowId, stateQuery } from '../src/workflows/contract';
 import { openaiChat } from '../src/compaction/dialects/openai-chat';
-import { SUMMARY_MESSAGE_NAME } from '../src/compaction/messages';
+import { type ChatMessage, SUMMARY_MESSAGE_NAME } from '../src/compaction/messages';
 import { CompactionCount, SessionHead, SessionLineage, SessionSource } from '../src/workflows/search-attributes';
 import { childrenOf, conversation, uniqueId, useTestStack } from './support/stack';
 
@@ -39,7 +39,10 @@ describe('one workflow per lineage', () => {
     // The compacted head holds the summary and is smaller than the parent.
     expect(result.messages.filter((m) => m.name === SUMMARY_MESSAGE_NAME)).toHaveLength(1);
     expect(result.messages.length).toBeLessThan(lineage.sessions[0].messageCount);
-    expect(result.messages).toEqual((await stack().client.transcript(root)).messages.map(({ seq: _s, ...m }) => m));
+    const transcript = await stack().client.transcript(root);
+    expect(transcript).toMatchObject({ sessionId: result.sessionId, dialect: 'openai-chat' });
+    expect(result.messages).toEqual(transcript.messages);
+    expect(transcript.seqs).toEqual(result.messages.map((_, i) => i + 1));
   });
 
   it('maps every session id of the lineage to the one workflow, which answers Updates and signals', async () => {
@@ -176,8 +179,9 @@ describe('the summariser request', () => {
     for (let i = 1; i < result.messages.length; i++) {
       expect(result.messages[i].role === 'user' && result.messages[i - 1].role === 'user').toBe(false);
     }
-    const callIds = new Set(result.messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
-    const resultIds = new Set(result.messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id));
+    const messages = result.messages as ChatMessage[];
+    const callIds = new Set(messages.flatMap((m) => (m.tool_calls ?? []).map((c) => c.id)));
+    const resultIds = new Set(messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id));
     expect([...resultIds].every((id) => callIds.has(id!))).toBe(true);
     expect([...callIds].every((id) => resultIds.has(id))).toBe(true);
   });

@@ -92,7 +92,9 @@ describe('writers that bypass the workflow', () => {
     const root = await newSession();
     await stack().client.compact(root);
     await expect(
-      stack().db.db.execute(sql`insert into messages (session_id, seq, role, content, token_estimate) values (${root}, 1000, 'user', '"late"', 3)`),
+      stack().db.db.execute(
+        sql`insert into messages (session_id, seq, role, body, token_estimate) values (${root}, 1000, 'user', '{"role":"user","content":"late"}', 3)`,
+      ),
     ).rejects.toMatchObject({ cause: { message: expect.stringMatching(/has ended/) } });
   });
 
@@ -108,8 +110,8 @@ describe('writers that bypass the workflow', () => {
         const { rows } = await pool.query<{ head: string }>('select head_session_id as head from lineages where id = $1', [root]);
         try {
           const inserted = await pool.query<{ id: string; seq: number }>(
-            `insert into messages (session_id, seq, role, content, token_estimate)
-             select $1, coalesce(max(seq), 0) + 1, 'user', to_jsonb($2::text), 30 from messages where session_id = $1
+            `insert into messages (session_id, seq, role, body, token_estimate)
+             select $1, coalesce(max(seq), 0) + 1, 'user', jsonb_build_object('role', 'user', 'content', $2::text), 30 from messages where session_id = $1
              returning id, seq`,
             [rows[0].head, `raw writer ${w} message ${n}: ${'filler '.repeat(15)}`],
           );

@@ -129,6 +129,37 @@ describe('the data plane SQL functions', () => {
     expect(await rowsOfLineage(id)).toBe(ledger);
   });
 
+  it('session_append stores each message exactly as sent and session_transcript returns it JSON-equal', async () => {
+    const id = uniqueId('vec-verbatim');
+    await store.createSession(db(), { sessionId: id, mode: 'rotate' });
+    // Past the TypeScript client: fields the service does not know are kept, not refused, and
+    // JSON text a tool returns stays a string (never parsed into a number or an object).
+    const messages = [
+      { role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }], metadata: { turn: 1 } },
+      {
+        role: 'assistant',
+        content: null,
+        refusal: null,
+        tool_calls: [
+          { index: 0, id: 'call_0', type: 'function', function: { name: 'count', arguments: '{}' } },
+          { index: 1, id: 'call_1', type: 'function', function: { name: 'probe', arguments: '{}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_0', content: '42' },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"ok":true}', name: 'probe' },
+      // The same id again in a later turn: accepted (pairing is by position).
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'count', arguments: '{"again":1}' } }] },
+      { role: 'tool', tool_call_id: 'call_0', content: '"quoted"' },
+    ];
+    await store.appendMessages(db(), id, messages as unknown as ChatMessage[]);
+    const transcript = await store.headTranscript(db(), id);
+    expect(transcript).toMatchObject({ sessionId: id, dialect: 'openai-chat', seqs: [1, 2, 3, 4, 5, 6] });
+    expect(transcript.messages).toEqual(messages);
+    expect(transcript.messages.map((m) => m.content).slice(2, 4)).toEqual(['42', '{"ok":true}']);
+    const { rows } = await db().execute(sql`select role from messages where session_id = ${id} order by seq`);
+    expect(rows.map((r) => (r as { role: string }).role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant', 'tool']);
+  });
+
   it('maps not found and closed lineages to typed errors', async () => {
     await expect(store.appendMessages(db(), 'no-such-session', [{ role: 'user', content: 'x' }])).rejects.toBeInstanceOf(SessionNotFoundError);
     await expect(store.headTranscript(db(), 'no-such-session')).rejects.toBeInstanceOf(SessionNotFoundError);
@@ -148,7 +179,7 @@ describe('the data plane SQL functions', () => {
     expect(results.filter((r) => !r.replayed)).toHaveLength(30);
     const transcript = await store.headTranscript(db(), id);
     expect(transcript.messages.map((m) => m.content).sort()).toEqual(batches.map((b) => b[0].content).sort());
-    expect(transcript.messages.map((m) => m.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+    expect(transcript.seqs).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
     const lineageSeqs = (await db().execute(sql`select lineage_seq as s from messages where session_id = ${id} order by lineage_seq`)).rows.map((r) =>
       Number((r as { s: number }).s),
     );

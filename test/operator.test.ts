@@ -196,7 +196,8 @@ describe('per-lineage commands', () => {
     expect(detail.summary).toContain('IN-PLACE-SUMMARY-5521');
     expect(detail.parent).toHaveLength(job.messagesBefore!);
     expect(detail.result).toHaveLength(job.messagesAfter!);
-    expect(detail.parent.filter((r) => r.fate === 'kept').map((r) => r.content)).toContain(lastRequest);
+    expect(detail.dialect).toBe('openai-chat');
+    expect(detail.parent.filter((r) => r.fate === 'kept').map((r) => r.message)).toContainEqual({ role: 'user', content: lastRequest });
     expect(detail.result.filter((r) => r.kind === 'summary')).toHaveLength(1);
     // Every parent row is either summarised or kept; the summarised range is a real span of the lineage.
     expect(detail.parent.every((r) => r.fate === 'summarised' || r.fate === 'kept')).toBe(true);
@@ -219,8 +220,8 @@ describe('per-lineage commands', () => {
     // Fault: duplicate one appended row of lineage a, bypassing the store.
     const { sql } = await import('drizzle-orm');
     const inserted = await stack().db.db.execute(sql`
-      insert into messages (session_id, seq, role, content, token_estimate, lineage_seq)
-      select session_id, 1000, role, content, token_estimate, lineage_seq from messages where session_id = ${a} and seq = 2 returning id`);
+      insert into messages (session_id, seq, role, body, token_estimate, lineage_seq)
+      select session_id, 1000, role, body, token_estimate, lineage_seq from messages where session_id = ${a} and seq = 2 returning id`);
     expect(inserted.rows).toHaveLength(1);
     expect(await stack().client.auditLineage(a)).toMatchObject({ duplicatedMessages: 1 });
     expect(await stack().client.auditLineage(b)).toMatchObject({ duplicatedMessages: 0, lostMessages: 0, sequenceGaps: 0 });

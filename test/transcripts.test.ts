@@ -74,7 +74,7 @@ async function expectNothingLost(root: string, acked: string[], ledger: AppendLe
   // Independently of the audit: each acknowledged append is in the database exactly once as
   // an appended row, and the head's carried or appended rows are in append order.
   const appended = await rowsOf(sql`
-    select m.content #>> '{}' as content from messages m join sessions s on s.id = m.session_id
+    select m.body->>'content' as content from messages m join sessions s on s.id = m.session_id
     where s.lineage_id = ${root} and m.written_by_compaction is null and m.role = 'user'`);
   const markers = appended.map((r) => String(r.content).split(' ')[0]).filter((m) => /^w\d+-\d+$/.test(m));
   expect(new Set(markers).size).toBe(markers.length);
@@ -137,11 +137,15 @@ describe('the test ledger itself', () => {
       const last = `(select max(seq) from messages where session_id = $1)`;
       await withFault(`delete from messages where session_id = $1 and seq = ${last}`, (r) => expect(r.lost).toHaveLength(1));
       await withFault(
-        `insert into messages (session_id, seq, role, content, token_estimate, lineage_seq)
-         select session_id, seq + 1000, role, content, token_estimate, lineage_seq from messages where session_id = $1 and seq = ${last}`,
+        `insert into messages (session_id, seq, role, body, token_estimate, lineage_seq)
+         select session_id, seq + 1000, role, body, token_estimate, lineage_seq from messages where session_id = $1 and seq = ${last}`,
         (r) => expect(r.duplicated).toHaveLength(1),
       );
-      await withFault(`update messages set content = '"tampered"' where session_id = $1 and seq = ${last}`, (r) => expect(r.altered).toHaveLength(1));
+      await withFault(`update messages set body = jsonb_set(body, '{content}', '"tampered"') where session_id = $1 and seq = ${last}`, (r) =>
+        expect(r.altered).toHaveLength(1),
+      );
+      // The whole body counts: a field added (or dropped) is an alteration too, not only the content.
+      await withFault(`update messages set body = body || '{"extra": true}' where session_id = $1 and seq = ${last}`, (r) => expect(r.altered).toHaveLength(1));
       await withFault(`update compactions set summarised_to_seq = summarised_from_seq - 1 where child_session_id = $1`, (r) =>
         expect(r.lost).toHaveLength(clean.summarised),
       );
@@ -157,13 +161,18 @@ describe('in-place mode', () => {
     const id = uniqueId('ip');
     await stack().client.createSession({ sessionId: id, mode: 'in_place' });
     await stack().client.append(id, conversation(12));
-    const before = (await stack().client.transcript(id)).messages;
+    const before = await stack().client.transcript(id);
     const result = await stack().client.compact(id);
     expect(result).toMatchObject({ outcome: 'compacted', sessionId: id, generation: 1 });
     expect(result.previousSessionId).toBeUndefined();
     const after = await stack().client.transcript(id, { includeArchived: true });
-    expect(after.messages.length).toBeLessThan(before.length);
-    expect(after.archived!.map(({ archivedAt: _a, ...m }) => m)).toEqual(before);
+    expect(after.messages.length).toBeLessThan(before.messages.length);
+    // The archived rows: the whole old head, each message as appended, at its old position.
+    expect(after.archived!.map((a) => a.message)).toEqual(before.messages);
+    expect(after.archived!.map((a) => a.seq)).toEqual(before.seqs);
+    expect(after.archived!.every((a) => !Number.isNaN(Date.parse(a.archivedAt)))).toBe(true);
+    // The new rows follow the archived ones in the same session.
+    expect(after.seqs[0]).toBeGreaterThan(before.seqs.at(-1)!);
     expect((await stack().client.transcript(id)).messages).toEqual(after.messages);
     const [session] = await rowsOf(sql`select generation, ended_at from sessions where id = ${id}`);
     expect(session).toMatchObject({ generation: 1, ended_at: null });
@@ -226,7 +235,7 @@ describe('the audit', () => {
     await stack().client.append(root, [{ role: 'user', content: 'sent during the summary' }]);
     const { sessionId: head } = await pending;
     const [copy] = await rowsOf(
-      sql`select id from messages where session_id = ${head} and content = '"sent during the summary"'::jsonb and origin_message_id is not null`,
+      sql`select id from messages where session_id = ${head} and body->>'content' = 'sent during the summary' and origin_message_id is not null`,
     );
     expect(copy).toBeDefined();
     // The system prompt, kept verbatim at the head of the new session.
@@ -241,8 +250,8 @@ describe('the audit', () => {
     expect((await stack().client.audit()).lostMessages).toBe(before.lostMessages + 2);
     const appended = await stack().client.append(head, [{ role: 'user', content: 'appended once' }]);
     await stack().db.db.execute(sql`
-      insert into messages (session_id, seq, role, content, token_estimate, lineage_seq)
-      select session_id, seq + 1000, role, content, token_estimate, lineage_seq from messages
+      insert into messages (session_id, seq, role, body, token_estimate, lineage_seq)
+      select session_id, seq + 1000, role, body, token_estimate, lineage_seq from messages
       where session_id = ${head} and seq = ${appended.lastSeq}`);
     const tampered = await stack().client.audit();
     expect(tampered.duplicatedMessages).toBe(before.duplicatedMessages + 1);
@@ -263,8 +272,8 @@ describe('the audit', () => {
     expect(before.duplicatedByKey).toBe(0);
     // A writer past the function stores the batch's first row again under the same key.
     await stack().db.db.execute(sql`
-      insert into messages (session_id, seq, role, content, token_estimate, lineage_seq, append_key)
-      select session_id, seq + 1000, role, content, token_estimate, lineage_seq + 1000, append_key from messages
+      insert into messages (session_id, seq, role, body, token_estimate, lineage_seq, append_key)
+      select session_id, seq + 1000, role, body, token_estimate, lineage_seq + 1000, append_key from messages
       where session_id = ${id} and append_key = 'batch-1' and seq = 1`);
     expect((await stack().client.audit()).duplicatedByKey).toBe(1);
     expect((await stack().client.auditLineage(id)).duplicatedByKey).toBe(1);

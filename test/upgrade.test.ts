@@ -22,8 +22,9 @@ import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { Pool } from 'pg';
 import { describe, expect, inject, it } from 'vitest';
-import { summaryMessage } from '../src/compaction/candidate';
+import { openaiChat } from '../src/compaction/dialects/openai-chat';
 import { MIGRATIONS_DIR, runMigrations } from '../src/db/database';
+import { lineageOf } from '../src/db/session-store';
 import { childSessionId, compactSignal, lineageWorkflowId, type SessionLineageInput } from '../src/workflows/contract';
 import { DEFAULT_LINEAGE_SETTINGS } from '../src/workflows/settings';
 import { AppendLedger, ledgerProblems } from './support/ledger';
@@ -67,6 +68,8 @@ async function schemaOf(pool: Pool) {
 }
 
 type Message = Record<string, unknown>;
+/** The summary message as the code of every release wrote it (openai-chat). */
+const summaryMessage = (text: string): Message => openaiChat.summaryMessages(text, undefined)[0];
 const tokensOf = (m: Message) => Math.ceil(JSON.stringify(m).length / 4);
 
 /** Inserts rows the way the 0002-era code wrote them; returns their ids. */
@@ -139,7 +142,7 @@ describe('upgrading a database filled at migration 0002', () => {
     await pool.query(`insert into sessions (id, lineage_id, parent_session_id, generation) values ($1, $2, $2, 1)`, [rotChild, rot]);
     await insertRows(pool, rotChild, 1, [
       { m: convo[0], by: job1 },
-      { m: summaryMessage('Legacy summary: modules 0 to 9 were refactored and tested.') as unknown as Message, by: job1 },
+      { m: summaryMessage('Legacy summary: modules 0 to 9 were refactored and tested.'), by: job1 },
       ...convo.slice(41, 45).map((m) => ({ m, by: job1 })), // kept tail: no lineage sequence at 0002
       ...convo.slice(45, 49).map((m, i) => ({ m, lineageSeq: 46 + i, origin: parentIds[45 + i], by: job1 })), // carried
     ]);
@@ -191,7 +194,7 @@ describe('upgrading a database filled at migration 0002', () => {
     await pool.query(`update messages set archived_at = now(), archived_by_compaction = $2 where session_id = $1`, [inPlace, job3]);
     await insertRows(pool, inPlace, 50, [
       { m: convo[0], by: job3 },
-      { m: summaryMessage('Legacy in-place summary of modules 0 to 10.') as unknown as Message, by: job3 },
+      { m: summaryMessage('Legacy in-place summary of modules 0 to 10.'), by: job3 },
       ...convo.slice(45, 49).map((m) => ({ m, by: job3 })),
     ]);
     await insertRows(
@@ -269,6 +272,25 @@ describe('upgrading a database filled at migration 0002', () => {
     } finally {
       await fresh.end();
     }
+    // Every row became its body: the message exactly as the old columns held it (JSON-equal),
+    // the summaries and kept rows without a lineage sequence included; the lineages are openai-chat.
+    expect((await pool.query(`select count(*)::int as n from messages where body is null`)).rows[0].n).toBe(0);
+    const rotHead = await stack().client.transcript(rot, { includeArchived: true });
+    expect(rotHead).toMatchObject({ sessionId: rotChild, dialect: 'openai-chat', archived: [] });
+    expect(rotHead.messages).toEqual([
+      convo[0],
+      summaryMessage('Legacy summary: modules 0 to 9 were refactored and tested.'),
+      ...convo.slice(41, 49),
+      ...afterCommit,
+    ]);
+    expect(rotHead.seqs).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
+    const plainHead = await stack().client.transcript(plain);
+    expect(plainHead.messages).toEqual(convo);
+    const inPlaceHead = await stack().client.transcript(inPlace, { includeArchived: true });
+    expect(inPlaceHead.messages).toEqual([convo[0], summaryMessage('Legacy in-place summary of modules 0 to 10.'), ...convo.slice(45, 49), ...afterCommit]);
+    expect(inPlaceHead.seqs).toEqual(Array.from({ length: 8 }, (_, i) => 50 + i));
+    expect(inPlaceHead.archived!.map(({ seq, message }) => ({ seq, message }))).toEqual(convo.map((message, i) => ({ seq: i + 1, message })));
+    for (const lineage of [rot, plain, inPlace]) expect((await lineageOf(stack().db.db, lineage)).dialect).toBe('openai-chat');
     const clean = { forks: 0, orphans: 0, writesAfterEnd: 0, lostMessages: 0, duplicatedMessages: 0, sequenceGaps: 0 };
     expect(await stack().client.audit()).toMatchObject(clean);
     expect(ledgerProblems(await ledger.check(pool, { legacyWatermark: true }))).toEqual([]);

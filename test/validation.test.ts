@@ -31,6 +31,42 @@ describe('messages', () => {
     expect(parseMessages(messages)).toEqual(messages);
   });
 
+  it('keeps fields it does not know, verbatim: what real SDKs and gateways add', () => {
+    const messages = [
+      { role: 'system', content: 'sys', cache_control: { type: 'ephemeral' } },
+      { role: 'user', content: [{ type: 'text', text: 'hi', cache_control: { type: 'ephemeral' } }], metadata: { turn: 1, tags: ['a', 'b'] } },
+      {
+        role: 'assistant',
+        content: null,
+        refusal: null,
+        annotations: [],
+        tool_calls: [{ index: 0, id: 'a', type: 'function', function: { name: 'f', arguments: '{}' } }],
+        x_gateway: { latency_ms: 12.5, cached: false, nothing: null },
+      },
+      { role: 'tool', tool_call_id: 'a', content: '{"ok":true}', name: 'f' },
+    ];
+    const copy = structuredClone(messages);
+    const parsed = parseMessages(messages);
+    expect(parsed).toEqual(copy);
+    expect(parsed[2]).toStrictEqual(copy[2]);
+  });
+
+  it('accepts a tool-call id re-used by a later turn (real transcripts re-use ids; pairing is by position)', () => {
+    const turn = (answer: string) => [
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_0', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'call_0', content: answer },
+    ];
+    const messages = [{ role: 'user', content: 'go' }, ...turn('first'), ...turn('second')];
+    expect(parseMessages(messages)).toEqual(messages);
+  });
+
+  it('measures sizes in code points, not UTF-16 units', () => {
+    const limits = { maxMessageChars: 10, maxBatchMessages: 5, maxBatchChars: 100 };
+    // Ten emoji are ten code points (twenty UTF-16 units).
+    expect(fieldOf(() => parseMessages([{ role: 'user', content: '\u{1F600}'.repeat(10) }], limits))).toBeUndefined();
+    expect(fieldOf(() => parseMessages([{ role: 'user', content: '\u{1F600}'.repeat(11) }], limits))).toBe('messages[0]');
+  });
+
   it.each([
     [[{ role: 'wizard', content: 'x' }], 'messages[0].role'],
     [
@@ -41,7 +77,25 @@ describe('messages', () => {
       'messages[1].tool_call_id',
     ],
     [[{ role: 'user', content: 5 }], 'messages[0].content'],
-    [[{ role: 'user', content: 'x', extra: true }], 'messages[0]'],
+    [[{ role: 'user', content: 'x', tool_call_id: 'a' }], 'messages[0].tool_call_id'],
+    [[{ role: 'user', content: 'x', tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{}' } }] }], 'messages[0].tool_calls'],
+    [[{ role: 'assistant', content: null, tool_calls: [] }], 'messages[0].tool_calls'],
+    [
+      [{ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'weird', function: { name: 'f', arguments: '{}' } }] }],
+      'messages[0].tool_calls[0].type',
+    ],
+    [
+      [{ role: 'assistant', content: null, tool_calls: [{ id: '', type: 'function', function: { name: 'f', arguments: '{}' } }] }],
+      'messages[0].tool_calls[0].id',
+    ],
+    [[{ role: 'user', content: [{ text: 'no type' }] }], 'messages[0].content[0].type'],
+    [[{ role: 'user', content: [{ type: 'text' }] }], 'messages[0].content[0].text'],
+    [[{ role: 'user', content: [] }], 'messages[0].content'],
+    [[{ role: 'user', content: 'x', name: '' }], 'messages[0].name'],
+    [[{ role: 'user', content: 'x', extra: 'nul \u0000 in an unknown field' }], 'messages[0].extra'],
+    [[{ role: 'user', content: 'x', ['bad\u0000key']: 1 }], 'messages[0]["bad\\u0000key"]'],
+    ['not a message', 'messages'],
+    [['not a message'], 'messages[0]'],
     [[{ role: 'user', content: null }], 'messages[0].content'],
     [
       [{ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f' } }] }],

@@ -43,7 +43,10 @@ describe('with the fork guards dropped from the database', () => {
       const { rows } = await client.query<{ n: number }>('select count(*)::int as n from sessions where parent_session_id = $1', [root]);
       expect(rows[0].n).toBe(2);
       // Without the trigger, a raw writer can write into the ended parent.
-      await client.query(`insert into messages (session_id, seq, role, content, token_estimate) values ($1, 100000, 'user', '"late"', 1)`, [root]);
+      await client.query(
+        `insert into messages (session_id, seq, role, body, token_estimate) values ($1, 100000, 'user', '{"role":"user","content":"late"}', 1)`,
+        [root],
+      );
     } finally {
       await client.query('rollback');
       client.release();

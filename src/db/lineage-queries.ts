@@ -8,7 +8,8 @@
  * the gate results) show up here without a change: the reader is tolerant of the schema.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import { SUMMARY_MESSAGE_NAME } from '../compaction/messages';
+import { dialectOf, type DialectName, type Message } from '../compaction/dialects';
+import { canonicalJson } from '../compaction/json';
 import { CompactionNotFoundError, InvalidInputError, SessionNotFoundError } from '../errors';
 import type { Database } from './database';
 import { type AuditReport } from './session-store';
@@ -34,6 +35,8 @@ interface LineageListItem {
   headSessionId: string;
   source: string | null;
   mode: string;
+  /** The provider API format of the lineage's messages. */
+  dialect: DialectName;
   generation: number;
   headTokens: number;
   closed: boolean;
@@ -86,7 +89,7 @@ export async function listLineages(db: Database, options: ListLineagesOptions = 
   if (options.lastOutcome === 'none') where.push(sql`last.outcome is null`);
   else if (options.lastOutcome) where.push(sql`last.outcome = ${options.lastOutcome}`);
   const result = await db.execute(sql`
-    select l.id, l.head_session_id, l.source, l.mode, l.generation, l.head_tokens, l.closed_at, l.created_at,
+    select l.id, l.head_session_id, l.source, l.mode, l.dialect, l.generation, l.head_tokens, l.closed_at, l.created_at,
            last.outcome, last.reason, last.started_at as last_at
     from lineages l
     left join lateral (
@@ -101,6 +104,7 @@ export async function listLineages(db: Database, options: ListLineagesOptions = 
     headSessionId: String(r.head_session_id),
     source: (r.source as string | null) ?? null,
     mode: String(r.mode),
+    dialect: r.dialect as DialectName,
     generation: Number(r.generation),
     headTokens: Number(r.head_tokens),
     closed: r.closed_at != null,
@@ -206,11 +210,10 @@ export interface TranscriptRow {
   id: number;
   seq: number;
   lineageSeq: number | null;
+  /** The role the message is filed under (its dialect's roleOf). */
   role: string;
-  content: unknown;
-  toolCalls: unknown;
-  toolCallId: string | null;
-  name: string | null;
+  /** The message exactly as appended (the row's body), in the lineage's dialect. */
+  message: Message;
   tokenEstimate: number;
   originMessageId: number | null;
   writtenByCompaction: string | null;
@@ -220,7 +223,7 @@ export interface TranscriptRow {
 
 async function sessionRows(db: Database, sessionId: string): Promise<TranscriptRow[]> {
   const result = await db.execute(sql`
-    select id, seq, lineage_seq, role, content, tool_calls, tool_call_id, name, token_estimate, origin_message_id,
+    select id, seq, lineage_seq, role, body, token_estimate, origin_message_id,
            written_by_compaction, archived_at, archived_by_compaction
     from messages where session_id = ${sessionId} order by seq`);
   return (result.rows as Array<Record<string, unknown>>).map((r) => ({
@@ -228,10 +231,7 @@ async function sessionRows(db: Database, sessionId: string): Promise<TranscriptR
     seq: Number(r.seq),
     lineageSeq: r.lineage_seq == null ? null : Number(r.lineage_seq),
     role: String(r.role),
-    content: r.content,
-    toolCalls: r.tool_calls,
-    toolCallId: (r.tool_call_id as string | null) ?? null,
-    name: (r.name as string | null) ?? null,
+    message: r.body as Message,
     tokenEstimate: Number(r.token_estimate),
     originMessageId: r.origin_message_id == null ? null : Number(r.origin_message_id),
     writtenByCompaction: (r.written_by_compaction as string | null) ?? null,
@@ -245,22 +245,17 @@ type RowKind = 'summary' | 'kept' | 'carried' | 'appended';
 
 export interface CompactionDetail {
   compaction: CompactionView;
+  /** The lineage's dialect: how to read each row's `message` (src/compaction/dialects). */
+  dialect: DialectName;
   /** The transcript the compaction read: the parent's rows (in place: the rows it archived and kept). */
   parent: Array<TranscriptRow & { fate: 'summarised' | 'kept' | 'after-watermark' | 'unknown' }>;
   /** The rows the compaction wrote into the new head, with where each came from. */
   result: Array<TranscriptRow & { kind: RowKind }>;
-  /** The summary text (the row the compaction wrote under the summary's name). */
+  /** The summary text (of the first row the compaction wrote as its summary). */
   summary: string | null;
   /** Lineage sequence range of the summarised middle: from the row when the schema has it, else inferred. */
   summarised: { fromSeq: number | null; toSeq: number | null; inferred: boolean };
 }
-
-const textOf = (content: unknown): string =>
-  typeof content === 'string'
-    ? content
-    : Array.isArray(content)
-      ? content.map((p) => (p && typeof p === 'object' && 'text' in p ? String((p as { text: unknown }).text) : '')).join('')
-      : '';
 
 /**
  * One compaction: its row, the parent transcript and the rows it produced, each row marked
@@ -272,23 +267,26 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
   const raw = (found.rows[0] as { row: Record<string, unknown> } | undefined)?.row;
   if (!raw) throw new CompactionNotFoundError(compactionId);
   const compaction = compactionView(raw);
+  const lineage = await db.execute(sql`select dialect from lineages where id = ${compaction.lineageId}`);
+  const dialect = dialectOf((lineage.rows[0] as { dialect: string } | undefined)?.dialect);
   const inPlace = compaction.childSessionId === compaction.parentSessionId;
   const parentAll = await sessionRows(db, compaction.parentSessionId);
   const written = compaction.childSessionId ? (await sessionRows(db, compaction.childSessionId)).filter((r) => r.writtenByCompaction === compaction.id) : [];
   // In place, the parent's rows before the compaction are the ones it archived.
   const parentRows = inPlace ? parentAll.filter((r) => r.archivedByCompaction === compaction.id) : parentAll;
   const watermark = typeof raw.watermark_seq === 'number' ? raw.watermark_seq : null;
-  const keyOf = (r: TranscriptRow) => JSON.stringify([r.role, r.content, r.toolCalls ?? null, r.toolCallId, r.name]);
+  const keyOf = (r: TranscriptRow) => canonicalJson(r.message);
   // A row's origin: the appended row it copies (itself when it is the appended row).
   const originOf = (r: TranscriptRow) => r.originMessageId ?? r.id;
   const parentByOrigin = new Map(parentRows.map((r) => [originOf(r), r]));
   const afterWatermark = (r: TranscriptRow) => watermark !== null && r.seq > watermark;
-  // The new summary: a row under the summary's name that copies no parent row.
+  // The new summary: the rows the dialect reads as a summary (and its acknowledgement) that copy no parent row.
   const parentKeys = new Set(parentRows.map(keyOf));
-  const summaryRow = written.find((r) => r.originMessageId == null && r.name === SUMMARY_MESSAGE_NAME && !parentKeys.has(keyOf(r)));
+  const summaryRows = new Set(written.filter((r) => r.originMessageId == null && dialect.isSummary(r.message) && !parentKeys.has(keyOf(r))));
+  const summaryRow = written.find((r) => summaryRows.has(r));
   const result = written.map((r) => {
     let kind: RowKind = 'kept';
-    if (r === summaryRow) kind = 'summary';
+    if (summaryRows.has(r)) kind = 'summary';
     else if (r.originMessageId != null) {
       const source = parentByOrigin.get(r.originMessageId);
       // Rows appended after the snapshot's watermark were carried in at commit.
@@ -321,7 +319,7 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
           toSeq: summarisedSeqs.length ? Math.max(...summarisedSeqs) : null,
           inferred: true,
         };
-  return { compaction, parent, result, summary: summaryRow ? textOf(summaryRow.content) : null, summarised };
+  return { compaction, dialect: dialect.name, parent, result, summary: summaryRow ? dialect.textOf(summaryRow.message) : null, summarised };
 }
 
 /**

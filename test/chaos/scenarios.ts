@@ -499,10 +499,12 @@ function badSessionId(r: ReturnType<typeof prng>): unknown {
 
 function badMessage(r: ReturnType<typeof prng>): unknown {
   const options: Array<() => unknown> = [
-    () => ({ role: r.pick(['wizard', 'USER', '', 'function', 7]), content: 'x' }),
+    // ('function', the legacy role, is valid openai-chat; 'model' is Gemini's, not this lineage's.)
+    () => ({ role: r.pick(['wizard', 'USER', '', 'model', 7]), content: 'x' }),
     () => ({ role: 'user', content: r.pick(ODD_VALUES.filter((v) => v !== null && typeof v !== 'string')) }),
     () => ({ role: 'tool', content: 'result without call id' }),
-    () => ({ role: 'user', content: 'x', [r.pick(['extra', '__proto__x', 'role2'])]: 1 }),
+    // Unknown fields are kept, not refused; a known field where it does not belong, or of the wrong type, is refused.
+    () => ({ role: 'user', content: 'x', [r.pick(['tool_call_id', 'tool_calls', 'name'])]: r.pick([1, '', {}]) }),
     () => ({ role: 'user', content: `nul ${'\u0000'} inside` }),
     () => ({ role: 'user', content: `lone ${'\udc00'} surrogate` }),
     () => ({ role: 'user', content: 'x'.repeat(200_001) }),

@@ -3,7 +3,8 @@
  * code under test. The test records every message it appended with the lineage sequence
  * numbers the append acknowledged (`lastLineageSeq`, `count`); `check` then reads Postgres
  * with queries of its own and finds each message either
- *  - live in its lineage's head, exactly once and unchanged, or
+ *  - live in its lineage's head, exactly once and unchanged (the whole stored body JSON-equal
+ *    to the message appended: every field, known or not), or
  *  - inside the lineage-sequence range (`summarised_from_seq`..`summarised_to_seq`) of a
  *    committed compaction whose parent session held it, unchanged, and (when the test hands
  *    over the prompts the local LLM received) whose text the summariser was really sent.
@@ -17,8 +18,8 @@ export interface LedgerEntry {
   lineageId: string;
   lineageSeq: number;
   role: string;
-  /** The content as appended, canonical JSON. */
-  content: string;
+  /** The whole message as appended, canonical JSON. */
+  body: string;
   /** Text the summariser's prompt must contain when the message was summarised, if any. */
   probe?: string;
 }
@@ -31,7 +32,7 @@ export interface LedgerReport {
   lost: LedgerEntry[];
   /** Live in the head more than once. */
   duplicated: LedgerEntry[];
-  /** Found, but with other content or role than was appended. */
+  /** Found, but with another body or role than was appended. */
   altered: LedgerEntry[];
   /** Counted as summarised, but no prompt the summariser received contains it. */
   unseenBySummariser: LedgerEntry[];
@@ -65,9 +66,7 @@ export class AppendLedger {
   record(lineageId: string, batch: ReadonlyArray<Record<string, unknown>>, ack: { lastLineageSeq: number; count: number }): void {
     if (ack.count !== batch.length) throw new Error(`append of ${batch.length} message(s) acknowledged ${ack.count}`);
     const first = ack.lastLineageSeq - ack.count + 1;
-    batch.forEach((m, i) =>
-      this.entries.push({ lineageId, lineageSeq: first + i, role: String(m.role), content: canonical(m.content ?? null), probe: probeOf(m.content) }),
-    );
+    batch.forEach((m, i) => this.entries.push({ lineageId, lineageSeq: first + i, role: String(m.role), body: canonical(m), probe: probeOf(m.content) }));
   }
 
   /** Every prompt text the local LLM received, for `check({ prompts })`. */
@@ -96,13 +95,13 @@ export class AppendLedger {
       report.orphans.push(...live.rows.map((r) => r.id));
 
       const headRows = (
-        await pool.query<{ lineage_seq: number; role: string; content: unknown }>(
-          'select lineage_seq, role, content from messages where session_id = $1 and archived_at is null and lineage_seq is not null',
+        await pool.query<{ lineage_seq: number; role: string; body: unknown }>(
+          'select lineage_seq, role, body from messages where session_id = $1 and archived_at is null and lineage_seq is not null',
           [lineage.head],
         )
       ).rows;
-      const inHead = new Map<number, Array<{ role: string; content: string }>>();
-      for (const r of headRows) inHead.set(r.lineage_seq, [...(inHead.get(r.lineage_seq) ?? []), { role: r.role, content: canonical(r.content) }]);
+      const inHead = new Map<number, Array<{ role: string; body: string }>>();
+      for (const r of headRows) inHead.set(r.lineage_seq, [...(inHead.get(r.lineage_seq) ?? []), { role: r.role, body: canonical(r.body) }]);
 
       const commits = (
         await pool.query<{ parent: string; from_seq: number | null; to_seq: number | null; watermark: number | null }>(
@@ -113,8 +112,8 @@ export class AppendLedger {
       ).rows;
       const parents = [...new Set(commits.map((c) => c.parent))];
       const parentRows = (
-        await pool.query<{ session_id: string; seq: number; lineage_seq: number; role: string; content: unknown }>(
-          'select session_id, seq, lineage_seq, role, content from messages where session_id = any($1::text[]) and lineage_seq is not null',
+        await pool.query<{ session_id: string; seq: number; lineage_seq: number; role: string; body: unknown }>(
+          'select session_id, seq, lineage_seq, role, body from messages where session_id = any($1::text[]) and lineage_seq is not null',
           [parents],
         )
       ).rows;
@@ -125,7 +124,7 @@ export class AppendLedger {
         if (copies.length > 0) {
           report.live++;
           if (copies.length > 1) report.duplicated.push(entry);
-          if (copies.some((c) => c.content !== entry.content || c.role !== entry.role)) report.altered.push(entry);
+          if (copies.some((c) => c.body !== entry.body || c.role !== entry.role)) report.altered.push(entry);
           continue;
         }
         const heldBy = (parent: string, accept: (row: { seq: number }) => boolean) =>
@@ -143,7 +142,7 @@ export class AppendLedger {
           continue;
         }
         report.summarised++;
-        if (canonical(covering.content) !== entry.content || covering.role !== entry.role) report.altered.push(entry);
+        if (canonical(covering.body) !== entry.body || covering.role !== entry.role) report.altered.push(entry);
         if (prompts !== undefined && entry.probe && !prompts.includes(entry.probe)) report.unseenBySummariser.push(entry);
       }
     }

@@ -21,8 +21,11 @@ export interface LedgerEntry {
   turn: number;
 }
 
-/** Canonical JSON (keys sorted) of the fields a provider sees: jsonb reorders keys. */
-export function canonical(message: ChatMessage): string {
+/**
+ * Canonical JSON (keys sorted) of the whole message: jsonb reorders keys, but the service
+ * returns every field exactly as appended, so nothing else may differ.
+ */
+export function canonical(message: object): string {
   const sortKeys = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(sortKeys);
     if (value && typeof value === 'object') {
@@ -35,8 +38,7 @@ export function canonical(message: ChatMessage): string {
     }
     return value;
   };
-  const { role, content, tool_calls, tool_call_id, name } = message;
-  return JSON.stringify(sortKeys({ role, content: content ?? null, tool_calls, tool_call_id, name }));
+  return JSON.stringify(sortKeys(message));
 }
 
 /** The provider refused a request the agent built from the head transcript. */
@@ -134,10 +136,10 @@ export class ScriptedAgent {
   async readHead(turn: number): Promise<ChatMessage[]> {
     const transcript = await this.options.client.transcript(this.head);
     this.head = transcript.sessionId;
-    const key = `${transcript.sessionId}:${transcript.messages[0]?.seq ?? 0}`;
+    const key = `${transcript.sessionId}:${transcript.seqs[0] ?? 0}`;
     if (this.lastHeadKey && key !== this.lastHeadKey) this.stats.compactionsObservedOnRead++;
     this.lastHeadKey = key;
-    const messages = transcript.messages.map(({ seq: _seq, ...m }) => m as ChatMessage);
+    const messages = transcript.messages as ChatMessage[];
     const latest = this.lastUserRequest;
     if (latest !== undefined) {
       this.stats.userRequestChecks++;
