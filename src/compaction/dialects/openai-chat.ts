@@ -63,6 +63,8 @@ function check(raw: unknown): FieldProblem | undefined {
       if (!isJsonObject(c)) return { field: at, detail: 'must be an object' };
       const id = checkString(c.id, `${at}.id`, 1, 256);
       if (id) return id;
+      // Ids may come back in later turns (results pair by position), but never twice in one message.
+      if (m.tool_calls.slice(0, j).some((o) => isJsonObject(o) && o.id === c.id)) return { field: `${at}.id`, detail: 'appears twice in this message' };
       if (c.type === 'function' || c.type === undefined) {
         if (!isJsonObject(c.function)) return { field: `${at}.function`, detail: 'must be an object with name and arguments' };
         const name = checkString(c.function.name, `${at}.function.name`, 1, 256);

@@ -83,6 +83,9 @@ BEGIN
       IF jsonb_typeof(tc->'id') IS DISTINCT FROM 'string' OR length(tc->>'id') < 1 OR length(tc->>'id') > 256 THEN
         RETURN jsonb_build_object('field', format('tool_calls[%s].id', j), 'detail', 'must be a string of 1 to 256 characters');
       END IF;
+      IF EXISTS (SELECT 1 FROM jsonb_array_elements(m->'tool_calls') WITH ORDINALITY AS o(c, k) WHERE k - 1 < j AND o.c->'id' = tc->'id') THEN
+        RETURN jsonb_build_object('field', format('tool_calls[%s].id', j), 'detail', 'appears twice in this message');
+      END IF;
       IF NOT tc ? 'type' OR tc->'type' = '"function"'::jsonb THEN
         IF jsonb_typeof(tc->'function') IS DISTINCT FROM 'object' THEN
           RETURN jsonb_build_object('field', format('tool_calls[%s].function', j), 'detail', 'must be an object with name and arguments');
