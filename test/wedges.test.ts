@@ -55,6 +55,32 @@ describe('with the built-in summariser', () => {
     await compactsAgain(next.sessionId);
   });
 
+  it('ends a job whose own writes the database refuses as aborted, naming the database, and the next request runs', async () => {
+    const id = await fresh();
+    // The fault: every write of this lineage's audit rows is refused as unstorable text (SQLSTATE 22P05),
+    // so the job fails, and recording its abort fails too: the lineage must not wedge on either.
+    const fn = `refuse_${id.replace(/\W/g, '_')}`;
+    await stack().db.db.execute(
+      sql.raw(`create function ${fn}() returns trigger language plpgsql as $$ begin
+        if new.lineage_id = '${id}' then raise exception 'unstorable text (injected)' using errcode = '22P05'; end if; return new; end $$;
+        create trigger ${fn} before insert or update on compactions for each row execute function ${fn}();`),
+    );
+    try {
+      const result = await stack().client.compact(id, { timeoutMs: 120_000 });
+      expect(result.outcome).toBe('aborted');
+      expect(result.reason).toMatch(/^database failed: .*unstorable text \(injected\).*recording the abort failed too/);
+      // The fault landed: the job's activity failed on the database's refusal, once (not retried to its limit).
+      const events = (await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).fetchHistory()).events ?? [];
+      const failed = events.filter((e) => e.activityTaskFailedEventAttributes);
+      expect(failed).toHaveLength(1);
+      expect(failed[0].activityTaskFailedEventAttributes?.failure?.message).toMatch(/22P05/);
+    } finally {
+      await stack().db.db.execute(sql.raw(`drop trigger ${fn} on compactions; drop function ${fn}();`));
+    }
+    const next = await stack().client.compact(id, { timeoutMs: 120_000 });
+    expect(next.outcome).toBe('compacted');
+  });
+
   it('compacts a middle whose cut point falls inside an emoji (the extractive summary never splits a surrogate pair)', async () => {
     const id = uniqueId('wedge-emoji');
     await stack().client.createSession({ sessionId: id });

@@ -4,7 +4,7 @@
  * which may find that a lost attempt committed. Postgres decides where the head is; this
  * module only reports it. Workflow code: deterministic.
  */
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities, rootCause } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, isCancellation, patched, proxyActivities, proxyLocalActivities, rootCause } from '@temporalio/workflow';
 import type { CompactionActivities, JobResult } from '../activities/compaction';
 import type { CompactionMode } from './contract';
 import type { Answer, Job } from './lineage-queue';
@@ -48,7 +48,7 @@ export async function runCompactionJob(job: Job, context: JobContext): Promise<A
       await lineageActivities.recordJoinedRequests({ jobId: job.jobId, lineageId: context.lineageId, requestIds: joined, outcome: answer.outcome });
     } catch (error) {
       // Bounded like every write here: the joined requests still get the job's answer from this run.
-      if (!(error instanceof ActivityFailure)) throw error;
+      if (isCancellation(error)) throw error;
       return answer;
     }
   }
@@ -101,7 +101,8 @@ async function decide(job: Job, { lineageId, mode, generation, settings }: JobCo
         reason,
       });
     } catch (recordError) {
-      if (!(recordError instanceof ActivityFailure)) throw recordError;
+      // A local activity's failure can arrive as its ApplicationFailure itself: anything but a cancellation ends here.
+      if (isCancellation(recordError)) throw recordError;
       // Even the abort could not be written: answer aborted, say so, and let the queue go on.
       return { outcome: 'aborted', sessionId: job.headSessionId, generation, reason: `${reason}; recording the abort failed too: ${rootCause(recordError) ?? 'unknown'}` };
     }
