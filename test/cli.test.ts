@@ -40,7 +40,7 @@ async function sessions(
 describe('sessions command', () => {
   it('creates, appends, compacts and shows transcript, lineage and audit as JSON', async () => {
     const id = uniqueId('cli');
-    expect((await sessions(['create', id, '--source', 'slack', '--json'])).json).toEqual({ sessionId: id, lineageId: id, mode: 'rotate', source: 'slack' });
+    expect((await sessions(['create', id, '--source', 'slack', '--json'])).json).toEqual({ sessionId: id, lineageId: id, mode: 'rotate', dialect: 'openai-chat', tokenizer: 'estimate', source: 'slack' });
     const appended = await sessions(['append', id, '--json'], JSON.stringify(conversation(12)));
     expect(appended.json).toEqual({
       sessionId: id,
@@ -69,7 +69,7 @@ describe('sessions command', () => {
     ]);
 
     const transcript = await sessions(['transcript', id, '--json']);
-    expect(transcript.json).toEqual({ sessionId: `${id}--g1`, messages: compacted.json.messages });
+    expect(transcript.json).toEqual({ sessionId: `${id}--g1`, dialect: 'openai-chat', messages: compacted.json.messages });
 
     const lineage = await sessions(['lineage', `${id}--g1`, '--json']);
     expect(lineage.json.sessions).toEqual([
@@ -382,9 +382,8 @@ describe('databaseErrorFrom and queryErrorMessage', () => {
 });
 
 describe('sessions create on a closed lineage', () => {
-  // Not the CLI's to check: session_create (SQL) refuses a new session in a closed lineage; it is
-  // being rewritten by the owner of src/db. Turn this on (it) once it lands.
-  it.todo('is refused with exit 2 and a message saying the lineage is closed', async () => {
+  // session_create (SQL) refuses a closed lineage with LineageClosedError; the CLI maps it to exit 2.
+  it('is refused with exit 2 and a message saying the lineage is closed', async () => {
     const id = uniqueId('closed');
     expect((await sessions(['create', id])).code).toBe(0);
     expect((await sessions(['close', id])).code).toBe(0);

@@ -20,9 +20,16 @@
  *   head is JSON-equal to one the agent appended, or is the service's summary;
  * - every appended message is in the live head, JSON-equal at its lineage sequence number, or
  *   inside a range a `compacted` audit row says it summarised;
- * - enough compactions happened, at least one with a call open (its result appended after
- *   the compaction), except with Anthropic thinking on, where every compaction asked for with
- *   a call open was refused with the hold reason.
+ * - enough compactions happened, at least one with a call open (acknowledged before the
+ *   request, its result appended after the answer); with Anthropic thinking on instead: some
+ *   compactions asked for inside a loop were refused with the hold reason, none started from
+ *   a snapshot ending inside an open loop (read from Postgres), and compactions still came
+ *   between turns, once the loop had closed;
+ * - no gate but the size gate refused a head the planner built.
+ *
+ * The agent compacts between turns as agents do: it mostly waits for the compaction its
+ * loop-closing answer asked for, or asks for one itself when the threshold's request is still
+ * pending from inside the loop (with thinking on, such a request is the one held).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DialectName, dialectOf, type Message } from '../src/compaction/dialects';
@@ -127,7 +134,7 @@ function startSecondCaller(agent: DialectAgent, seed: number) {
         const result = await stack.client.compact(agent.head);
         // A call acknowledged before the request and still unanswered after the answer was open when the job committed.
         const callOpen = openBefore.some((key) => agent.open.has(key));
-        agent.record({ source: 'second', outcome: result.outcome, reason: result.reason, generation: result.generation, callOpen }, result);
+        agent.record({ source: 'second', outcome: result.outcome, reason: result.reason, generation: result.generation, callOpen });
         state.outcomes[result.outcome] = (state.outcomes[result.outcome] ?? 0) + 1;
         if (result.outcome !== 'compacted') continue;
         // Only when no user request was appended during the call is "the latest" well defined.
@@ -279,18 +286,20 @@ describe('an agent loop through the real SDKs against the strict providers', () 
       const altered = agent.ledger.filter((e) => (live.get(e.lineageSeq) ?? []).some((body) => !jsonEqual(body, e.message)));
       const duplicated = agent.ledger.filter((e) => (live.get(e.lineageSeq) ?? []).length > 1);
       const unaccounted = agent.ledger.filter((e) => !live.has(e.lineageSeq) && !ranges.some(([from, to]) => from <= e.lineageSeq && e.lineageSeq <= to));
-      const describe = (entries: typeof agent.ledger) =>
+      const listed = (entries: typeof agent.ledger) =>
         entries
           .slice(0, 3)
           .map((e) => `#${e.lineageSeq} (turn ${e.turn}) ${JSON.stringify(e.message).slice(0, 80)}`)
           .join('; ');
-      expect(altered.length, `altered in the head: ${describe(altered)}`).toBe(0);
-      expect(duplicated.length, `twice in the head: ${describe(duplicated)}`).toBe(0);
-      expect(unaccounted.length, `${unaccounted.length} of ${agent.ledger.length} neither in the head nor summarised: ${describe(unaccounted)}`).toBe(0);
+      expect(altered.length, `altered in the head: ${listed(altered)}`).toBe(0);
+      expect(duplicated.length, `twice in the head: ${listed(duplicated)}`).toBe(0);
+      expect(unaccounted.length, `${unaccounted.length} of ${agent.ledger.length} neither in the head nor summarised: ${listed(unaccounted)}`).toBe(0);
       expect(agent.ledger.filter((e) => live.has(e.lineageSeq)).length).toBeLessThan(agent.ledger.length);
 
-      // The planner built valid heads itself: no gate but the size gate had to refuse one.
-      expect(rows.filter((r) => r.gate !== null && r.gate !== 'smaller').map((r) => `${r.gate}: ${r.reason}`)).toEqual([]);
+      // The planner built valid heads itself: no gate but the size gate had to refuse one (the
+      // gates are the safety net, not the mechanism). Soft, so that the checks below still run
+      // and report: anthropic fails it today (see the last describe of this file).
+      expect.soft(rows.filter((r) => r.gate !== null && r.gate !== 'smaller').map((r) => `${r.gate}: ${r.reason}`)).toEqual([]);
 
       // The run was the one the proof needs.
       expect(generations.size).toBeGreaterThanOrEqual(MIN_COMPACTIONS);

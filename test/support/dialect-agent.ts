@@ -22,7 +22,6 @@ import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import type { SessionsClient } from '../../src/client';
 import { type Dialect, dialectOf, type DialectName, type Message } from '../../src/compaction/dialects';
 import { canonicalJson, jsonEqual, type JsonValue } from '../../src/compaction/json';
-import type { CompactResult } from '../../src/workflows/contract';
 import { AgentRequestRejected } from './scripted-agent';
 import { fillerText, seededRandom } from './strict-provider';
 
@@ -329,8 +328,6 @@ export class DialectAgent {
   };
   /** Compaction answers the agent and the second caller received. */
   readonly answers: CompactionAnswer[] = [];
-  /** Compacted answers, for the generations they made. */
-  readonly compacted: CompactResult[] = [];
   /** Invariant failures seen (a test asserts this stays empty). */
   readonly violations: string[] = [];
   private readonly pending: string[] = [];
@@ -408,10 +405,9 @@ export class DialectAgent {
     return transcript.messages;
   }
 
-  /** Records a compaction answer; a compacted one's head is checked by whoever got it. */
-  record(answer: CompactionAnswer, result: CompactResult) {
+  /** Records a compaction answer (a compacted one's head is checked by whoever got it). */
+  record(answer: CompactionAnswer) {
     this.answers.push(answer);
-    if (result.outcome === 'compacted') this.compacted.push(result);
   }
 
   /**
@@ -422,7 +418,7 @@ export class DialectAgent {
   private async waitFor(requestId: string, source: 'wait' | 'close', callMessages: Message[], turn: number) {
     const openBefore = [...this.open.values()].map((c) => c.id);
     const result = await this.options.client.waitForResult(this.head, requestId);
-    this.record({ source, outcome: result.outcome, reason: result.reason, generation: result.generation, callOpen: openBefore.length > 0 }, result);
+    this.record({ source, outcome: result.outcome, reason: result.reason, generation: result.generation, callOpen: openBefore.length > 0 });
     if (result.outcome !== 'compacted') return;
     const stored = await this.options.client.transcript(this.head);
     this.head = stored.sessionId;
@@ -439,7 +435,7 @@ export class DialectAgent {
   private async compactAtClose(turn: number) {
     this.stats.compactsAtClose++;
     const result = await this.options.client.compact(this.head);
-    this.record({ source: 'close', outcome: result.outcome, reason: result.reason, generation: result.generation, callOpen: false }, result);
+    this.record({ source: 'close', outcome: result.outcome, reason: result.reason, generation: result.generation, callOpen: false });
     if (result.outcome !== 'compacted') return;
     this.head = result.sessionId;
     this.checkHead(result.messages, `turn ${turn} (head ${result.sessionId} compacted between turns)`);
@@ -547,7 +543,7 @@ export class DialectAgent {
       const requestId = this.pending.shift()!;
       const result = await this.options.client.waitForResult(this.head, requestId);
       // Not waited for while open: whether a call was open when the job ran is not known here.
-      this.record({ source: 'drain', outcome: result.outcome, reason: result.reason, generation: result.generation, callOpen: false }, result);
+      this.record({ source: 'drain', outcome: result.outcome, reason: result.reason, generation: result.generation, callOpen: false });
     }
   }
 }

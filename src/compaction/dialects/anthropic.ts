@@ -386,7 +386,10 @@ function providerCheck(messages: readonly Message[]): string | undefined {
       // AN-3: the results come first in the user turn; a block before one hides it (the API reports AN-2).
       const firstOther = blocks.findIndex((p) => p.block.type !== 'tool_result');
       const late = firstOther < 0 ? [] : blocks.slice(firstOther).filter((p) => p.block.type === 'tool_result');
-      const missing = [...calls.keys()].filter((id) => !answered.has(id));
+      // The last turn may answer only some calls: the agent is adding the rest (results of
+      // parallel calls are stored one per entry), so those are open, not missing.
+      const filling = t === turns.length - 1 && blocks.length > 0 && blocks.every((p) => p.block.type === 'tool_result');
+      const missing = filling ? [] : [...calls.keys()].filter((id) => !answered.has(id));
       const notAfter = [...late.map((p) => String(p.block.tool_use_id)), ...missing];
       if (notAfter.length > 0) {
         const call = calls.get(notAfter[0])!;
