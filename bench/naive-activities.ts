@@ -30,7 +30,13 @@ export function createNaiveActivities(summariser: Summariser, pool: Pool) {
       const plan = planCompaction(messages, { ...DEFAULT_PLAN_OPTIONS, tailTokenBudget: 200 });
       if (plan.middle.length === 0) return messages;
       const summary = await summariser.summarise(
-        { lines: plan.middle.map((i) => openaiChat.render(messages[i], SUMMARY_RENDER_CAPS)), previousSummary: plan.previousSummary, force: false, chunk: { index: 1, count: 1 }, cut: false },
+        {
+          lines: plan.middle.map((i) => openaiChat.render(messages[i], SUMMARY_RENDER_CAPS)),
+          previousSummary: plan.previousSummary,
+          force: false,
+          chunk: { index: 1, count: 1 },
+          cut: false,
+        },
         { signal: new AbortController().signal, onProgress: () => undefined },
       );
       return buildCandidate(plan, summary.text, messages).map((entry) => entry.message);

@@ -50,7 +50,8 @@ function readCorpus(dir: string): CorpusFile[] {
       if (statSync(full).isDirectory()) walk(full);
       else if (name.endsWith('.json')) {
         const data = JSON.parse(readFileSync(full, 'utf8')) as { format?: string; messages?: Message[] };
-        if (typeof data.format === 'string' && Array.isArray(data.messages)) files.push({ file: path.relative(dir, full), format: data.format, messages: data.messages });
+        if (typeof data.format === 'string' && Array.isArray(data.messages))
+          files.push({ file: path.relative(dir, full), format: data.format, messages: data.messages });
       }
     }
   };
@@ -120,7 +121,9 @@ export async function runCorpus(dir: string, log: (line: string) => void = conso
           ok,
         };
         rows.push(row);
-        log(`${ok ? 'ok  ' : 'FAIL'} ${row.transcript} [${row.mode}] ${row.outcome}; head ${row.head}; provider ${row.providerAccepts}; latest kept ${row.latestKept}; kept ${row.keptEqual}`);
+        log(
+          `${ok ? 'ok  ' : 'FAIL'} ${row.transcript} [${row.mode}] ${row.outcome}; head ${row.head}; provider ${row.providerAccepts}; latest kept ${row.latestKept}; kept ${row.keptEqual}`,
+        );
       }
     }
   } finally {

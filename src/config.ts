@@ -89,7 +89,8 @@ export function loadTemporalSecurity(env: NodeJS.ProcessEnv = process.env): Temp
 /** The summariser's API from COMPACTION_API; Anthropic reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL. */
 function llmConfig(env: NodeJS.ProcessEnv): LlmConfig {
   const api = env.COMPACTION_API || 'chat';
-  if (api !== 'chat' && api !== 'responses' && api !== 'anthropic') throw new Error(`COMPACTION_API must be one of chat, responses, anthropic (got ${JSON.stringify(api)})`);
+  if (api !== 'chat' && api !== 'responses' && api !== 'anthropic')
+    throw new Error(`COMPACTION_API must be one of chat, responses, anthropic (got ${JSON.stringify(api)})`);
   const anthropic = api === 'anthropic';
   return {
     api,

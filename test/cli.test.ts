@@ -40,7 +40,14 @@ async function sessions(
 describe('sessions command', () => {
   it('creates, appends, compacts and shows transcript, lineage and audit as JSON', async () => {
     const id = uniqueId('cli');
-    expect((await sessions(['create', id, '--source', 'slack', '--json'])).json).toEqual({ sessionId: id, lineageId: id, mode: 'rotate', dialect: 'openai-chat', tokenizer: 'estimate', source: 'slack' });
+    expect((await sessions(['create', id, '--source', 'slack', '--json'])).json).toEqual({
+      sessionId: id,
+      lineageId: id,
+      mode: 'rotate',
+      dialect: 'openai-chat',
+      tokenizer: 'estimate',
+      source: 'slack',
+    });
     const appended = await sessions(['append', id, '--json'], JSON.stringify(conversation(12)));
     expect(appended.json).toEqual({
       sessionId: id,

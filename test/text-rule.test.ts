@@ -36,7 +36,9 @@ describe('the text rule (shared vectors)', () => {
 });
 
 describe('cutting text', () => {
-  const hostile = fc.array(fc.constantFrom('a', 'é', '😀', '👍🏽', '🧑‍💻', '🇯🇵', 'e\u0301', '𝒞', '日', ' ', '\u200d'), { maxLength: 80 }).map((parts) => parts.join(''));
+  const hostile = fc
+    .array(fc.constantFrom('a', 'é', '😀', '👍🏽', '🧑‍💻', '🇯🇵', 'e\u0301', '𝒞', '日', ' ', '\u200d'), { maxLength: 80 })
+    .map((parts) => parts.join(''));
 
   it('never yields a lone surrogate, at any cut length, and never grows the text', () => {
     fc.assert(

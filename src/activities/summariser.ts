@@ -118,7 +118,12 @@ function responsesCall(config: LlmConfig, client: OpenAI): LlmCall {
     const body = { model: config.model, instructions, input, store: false };
     if (!stream) {
       const response = await client.responses.create(body, { signal, timeout: timeoutMs });
-      return { text: response.output_text ?? '', model: response.model || config.model, promptTokens: response.usage?.input_tokens, completionTokens: response.usage?.output_tokens };
+      return {
+        text: response.output_text ?? '',
+        model: response.model || config.model,
+        promptTokens: response.usage?.input_tokens,
+        completionTokens: response.usage?.output_tokens,
+      };
     }
     const events = await client.responses.create({ ...body, stream: true }, { signal });
     let text = '';
@@ -183,7 +188,8 @@ export function createLlmSummariser(config: LlmConfig, options: OpenAiSummariser
   const openai = () =>
     new OpenAI({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, ...(options.streamTimeoutMs ? { timeout: options.streamTimeoutMs } : {}) });
   const call = config.api === 'anthropic' ? anthropicCall(config) : config.api === 'responses' ? responsesCall(config, openai()) : chatCall(config, openai());
-  const api = config.api === 'anthropic' ? 'Anthropic Messages API' : config.api === 'responses' ? 'OpenAI Responses API' : 'OpenAI-compatible Chat Completions API';
+  const api =
+    config.api === 'anthropic' ? 'Anthropic Messages API' : config.api === 'responses' ? 'OpenAI Responses API' : 'OpenAI-compatible Chat Completions API';
   return {
     model: config.model,
     description: `${api}, model ${config.model}${config.baseURL ? ` at ${config.baseURL}` : ''}${config.stream ? ' (streaming)' : ''}`,

@@ -220,7 +220,10 @@ async function run(
       return print(shape, () =>
         [
           `session ${transcript.sessionId} (${transcript.dialect})`,
-          ...transcript.messages.map((m, i) => `${transcript.seqs[i]}. ${String(m.role ?? m.type ?? '')}: ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? m.parts ?? m)}`),
+          ...transcript.messages.map(
+            (m, i) =>
+              `${transcript.seqs[i]}. ${String(m.role ?? m.type ?? '')}: ${typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? m.parts ?? m)}`,
+          ),
         ].join('\n'),
       );
     }

@@ -689,7 +689,8 @@ export class SessionsClient {
    */
   async transcript(sessionId: string, options: TranscriptOptions = {}) {
     checkSessionId(sessionId);
-    if (options.for !== undefined && options.for !== 'stored' && options.for !== 'provider') throw new InvalidInputError('for', 'must be "stored" or "provider"');
+    if (options.for !== undefined && options.for !== 'stored' && options.for !== 'provider')
+      throw new InvalidInputError('for', 'must be "stored" or "provider"');
     const transcript = await readWithRetry(() => store.headTranscript(this.database.db, sessionId, { includeArchived: options.includeArchived }));
     if (options.for !== 'provider') return transcript;
     return { ...transcript, messages: dialectOf(transcript.dialect).forProvider(transcript.messages) };

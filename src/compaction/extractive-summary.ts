@@ -31,7 +31,8 @@ export function extractiveSummary(request: SummaryRequest, maxLines = 40): strin
     notes.length > maxLines ? [...notes.slice(0, maxLines / 2), `… ${notes.length - maxLines} messages omitted …`, ...notes.slice(-maxLines / 2)] : notes;
   const sections: string[] = [];
   if (request.previousSummary) {
-    const earlier = request.previousSummary.length > EARLIER_SUMMARY_CAP ? `…${lastChars(request.previousSummary, EARLIER_SUMMARY_CAP)}` : request.previousSummary;
+    const earlier =
+      request.previousSummary.length > EARLIER_SUMMARY_CAP ? `…${lastChars(request.previousSummary, EARLIER_SUMMARY_CAP)}` : request.previousSummary;
     sections.push(`Earlier summary:\n${earlier}`);
   }
   if (request.focusTopic) sections.push(`Focus: ${request.focusTopic}`);

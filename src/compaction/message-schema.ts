@@ -41,7 +41,11 @@ export function parseMessages(raw: unknown, limits: MessageLimits = DEFAULT_MESS
     const unstorable = findTextRuleViolation(m, at);
     if (unstorable) throw new InvalidInputError(unstorable.field, unstorable.violation);
     const problem = dialect.check(m);
-    if (problem) throw new InvalidInputError(problem.field === '' ? at : problem.field.startsWith('[') ? `${at}${problem.field}` : `${at}.${problem.field}`, problem.detail);
+    if (problem)
+      throw new InvalidInputError(
+        problem.field === '' ? at : problem.field.startsWith('[') ? `${at}${problem.field}` : `${at}.${problem.field}`,
+        problem.detail,
+      );
     const message = m as Message;
     if (dialect.name === 'openai-chat' && message.name === 'context_summary')
       throw new InvalidInputError(`${at}.name`, '"context_summary" is reserved for the summaries this service writes');

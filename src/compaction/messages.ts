@@ -21,7 +21,7 @@ export type OtherContentPart = {
 
 export type ContentPart = TextContentPart | OtherContentPart;
 
-export type ToolCall = {
+type ToolCall = {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };

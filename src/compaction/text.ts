@@ -77,8 +77,9 @@ export function cutText(text: string, maxUnits: number): string {
     if (c >= 0xd800 && c <= 0xdbff) end--;
   }
   // Back off to a grapheme boundary when the runtime can tell (not in workflow code's sandbox).
-  const Segmenter = (globalThis as { Intl?: { Segmenter?: new (l?: string, o?: { granularity: string }) => { segment(s: string): Iterable<{ index: number }> } } }).Intl
-    ?.Segmenter;
+  const Segmenter = (
+    globalThis as { Intl?: { Segmenter?: new (l?: string, o?: { granularity: string }) => { segment(s: string): Iterable<{ index: number }> } } }
+  ).Intl?.Segmenter;
   if (Segmenter && end > 0) {
     const windowStart = Math.max(0, end - 64);
     let boundary = windowStart;
@@ -105,4 +106,5 @@ export function markerText(text: string): string {
  * marks, zero-width spaces and joiners, word joiner, BOM, interlinear annotation): the same
  * list as sc_marker_text in SQL, character for character, so both read a marker alike.
  */
+// eslint-disable-next-line no-control-regex -- tab, newline and the other C0 spaces are White_Space, as in sc_marker_text
 const MARKER_SPACE = /^[\u0009-\u000D\u0020\u0085\u00A0\u00AD\u061C\u1680\u180E\u2000-\u200F\u2028-\u202F\u205F-\u2064\u2066-\u206F\u3000\uFEFF\uFFF9-\uFFFB]+/;

@@ -58,7 +58,6 @@ function encoder(name: Exclude<TokenizerName, 'estimate'>): Encoder {
   return found;
 }
 
-
 /**
  * The counter for a lineage's model and dialect: the real tokenizer when known (over the
  * texts the dialect says a provider counts), else the estimate (labelled `estimate`).

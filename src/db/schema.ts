@@ -17,7 +17,7 @@ import type { JsonValue } from '../compaction/json';
  * "42" or "{\"ok\":true}" (what tools return) came back as a number or an object. This type
  * never parses twice: what is written is what is read.
  */
-const jsonb = <T extends JsonValue | unknown = JsonValue>(name: string) =>
+const jsonb = <T = JsonValue>(name: string) =>
   customType<{ data: T; driverData: unknown }>({
     dataType: () => 'jsonb',
     toDriver: (value) => JSON.stringify(value),

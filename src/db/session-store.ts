@@ -673,7 +673,11 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
     }
     const rows = [
       ...input.compacted.map((m, i) =>
-        messageRow(dialect, head, firstSeq + i, m.message, m.tokens, { lineageSeq: m.lineageSeq, originMessageId: m.originMessageId, writtenByCompaction: job.jobId }),
+        messageRow(dialect, head, firstSeq + i, m.message, m.tokens, {
+          lineageSeq: m.lineageSeq,
+          originMessageId: m.originMessageId,
+          writtenByCompaction: job.jobId,
+        }),
       ),
       ...carried.map((r, i) =>
         messageRow(dialect, head, firstSeq + input.compacted.length + i, rowToMessage(r), r.tokenEstimate, {

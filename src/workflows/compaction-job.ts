@@ -104,7 +104,12 @@ async function decide(job: Job, { lineageId, mode, generation, settings }: JobCo
       // A local activity's failure can arrive as its ApplicationFailure itself: anything but a cancellation ends here.
       if (isCancellation(recordError)) throw recordError;
       // Even the abort could not be written: answer aborted, say so, and let the queue go on.
-      return { outcome: 'aborted', sessionId: job.headSessionId, generation, reason: `${reason}; recording the abort failed too: ${rootCause(recordError) ?? 'unknown'}` };
+      return {
+        outcome: 'aborted',
+        sessionId: job.headSessionId,
+        generation,
+        reason: `${reason}; recording the abort failed too: ${rootCause(recordError) ?? 'unknown'}`,
+      };
     }
     if (!settled) return { outcome: 'aborted', sessionId: job.headSessionId, generation, reason };
     const previousSessionId = settled.previousSessionId ?? (mode === 'rotate' ? job.headSessionId : undefined);

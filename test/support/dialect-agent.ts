@@ -43,14 +43,14 @@ export interface ToolCall {
   name: string;
 }
 
-export interface Reply {
+interface Reply {
   /** What to append, exactly as the SDK returned it. */
   messages: Message[];
   calls: ToolCall[];
 }
 
 /** How the agent lays out the results of one reply's calls (the adapter honours what its dialect allows). */
-export interface ResultStyle {
+interface ResultStyle {
   /** Parallel results in two appends: the first alone, the rest later. */
   split: boolean;
   /** Anthropic: one user entry per result, each appended on its own (Claude Code). */
@@ -59,7 +59,7 @@ export interface ResultStyle {
   asBlocks: boolean;
 }
 
-export interface ResultBatch {
+interface ResultBatch {
   messages: Message[];
   /** Positions (in the reply's calls) of the calls this batch answers. */
   answers: number[];

@@ -17,7 +17,15 @@ const TEXTS = [
   'What does `Result<T, E>` mean here? Answer in 日本語 too.',
   'Try again, but with the --no-cache flag.',
 ];
-const OUTPUTS = ['42', '{"status": "ok"}', '[]', 'null', '{"rows": [{"id": 1, "name": "Ада"}], "more": false}', 'Error: payment amount does not add up', 'true'];
+const OUTPUTS = [
+  '42',
+  '{"status": "ok"}',
+  '[]',
+  'null',
+  '{"rows": [{"id": 1, "name": "Ада"}], "more": false}',
+  'Error: payment amount does not add up',
+  'true',
+];
 
 export function messyTranscript(dialect: DialectName, seed: number, turns = 14): Message[] {
   const rand = seededRandom(seed);
@@ -28,16 +36,19 @@ export function messyTranscript(dialect: DialectName, seed: number, turns = 14):
   const callId = (k: number) => `call_${dialect === 'anthropic' ? 'toolu_' : ''}${Math.floor(rand() * 4)}${k}`;
   const out: Message[] = [];
   const user = (text: string): Message => {
-    if (dialect === 'anthropic') return rand() < 0.5 ? { role: 'user', content: text } : { role: 'user', content: [{ type: 'text', text, cache_control: { type: 'ephemeral' } }] };
+    if (dialect === 'anthropic')
+      return rand() < 0.5 ? { role: 'user', content: text } : { role: 'user', content: [{ type: 'text', text, cache_control: { type: 'ephemeral' } }] };
     if (dialect === 'gemini') return { role: 'user', parts: [{ text }] };
-    if (dialect === 'openai-responses') return rand() < 0.5 ? { role: 'user', content: text } : { type: 'message', role: 'user', content: [{ type: 'input_text', text }] };
+    if (dialect === 'openai-responses')
+      return rand() < 0.5 ? { role: 'user', content: text } : { type: 'message', role: 'user', content: [{ type: 'input_text', text }] };
     return rand() < 0.3 ? { role: 'user', content: [{ type: 'text', text }], cache_control: { type: 'ephemeral' } } : { role: 'user', content: text };
   };
   const imageOnly = (): Message => {
     const data = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk';
     if (dialect === 'anthropic') return { role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data } }] };
     if (dialect === 'gemini') return { role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data } }] };
-    if (dialect === 'openai-responses') return { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${data}`, detail: 'auto' }] };
+    if (dialect === 'openai-responses')
+      return { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${data}`, detail: 'auto' }] };
     return { role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${data}` } }] };
   };
   if (dialect === 'openai-chat') out.push({ role: 'system', content: 'You are a careful coding agent.' });
@@ -71,19 +82,29 @@ export function messyTranscript(dialect: DialectName, seed: number, turns = 14):
         ids.forEach((id) => out.push({ type: 'function_call', call_id: id, name: 'shell', arguments: args() }));
         ids.forEach((id) => out.push({ type: 'function_call_output', call_id: id, output: output() }));
         if (rand() < 0.1) out.push({ type: 'ghost_snapshot', ghost_commit: { id: 'a01966ef', parent: null } });
-        if (reasoning && rand() < 0.5) out.push({ type: 'reasoning', summary: [{ type: 'summary_text', text: 'Wrapping up' }], encrypted_content: 'gAAAAfinal' });
+        if (reasoning && rand() < 0.5)
+          out.push({ type: 'reasoning', summary: [{ type: 'summary_text', text: 'Wrapping up' }], encrypted_content: 'gAAAAfinal' });
         out.push({ type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Done with that step.', annotations: [] }] });
         break;
       }
       case 'anthropic': {
-        const thinking = rand() < 0.6 ? [{ type: 'thinking', thinking: 'I should read the file first.', signature: `EqQB${Math.floor(rand() * 1e9)}sig==` }] : [];
-        out.push({ role: 'assistant', content: [...thinking, ...ids.map((id) => ({ type: 'tool_use', id, name: 'Read', input: { file_path: `/repo/${id}.ts` } }))] });
+        const thinking =
+          rand() < 0.6 ? [{ type: 'thinking', thinking: 'I should read the file first.', signature: `EqQB${Math.floor(rand() * 1e9)}sig==` }] : [];
+        out.push({
+          role: 'assistant',
+          content: [...thinking, ...ids.map((id) => ({ type: 'tool_use', id, name: 'Read', input: { file_path: `/repo/${id}.ts` } }))],
+        });
         // Claude Code stores the results of parallel calls one per entry: consecutive user turns.
         if (rand() < 0.5) ids.forEach((id) => out.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: output() }] }));
         else
           out.push({
             role: 'user',
-            content: ids.map((id, k) => ({ type: 'tool_result', tool_use_id: id, content: k % 2 ? [{ type: 'text', text: output() }] : output(), is_error: rand() < 0.1 })),
+            content: ids.map((id, k) => ({
+              type: 'tool_result',
+              tool_use_id: id,
+              content: k % 2 ? [{ type: 'text', text: output() }] : output(),
+              is_error: rand() < 0.1,
+            })),
           });
         out.push({ role: 'assistant', content: [{ type: 'text', text: 'Done with that step.' }] });
         break;
@@ -91,7 +112,10 @@ export function messyTranscript(dialect: DialectName, seed: number, turns = 14):
       case 'gemini': {
         out.push({
           role: 'model',
-          parts: ids.map((id, k) => ({ functionCall: { name: 'read_file', args: { path: id } }, ...(k === 0 ? { thoughtSignature: `CiQB${Math.floor(rand() * 1e9)}` } : {}) })),
+          parts: ids.map((id, k) => ({
+            functionCall: { name: 'read_file', args: { path: id } },
+            ...(k === 0 ? { thoughtSignature: `CiQB${Math.floor(rand() * 1e9)}` } : {}),
+          })),
         });
         out.push({ role: 'user', parts: ids.map((id) => ({ functionResponse: { name: 'read_file', response: { output: output(), id } } })) });
         out.push({ role: 'model', parts: [{ text: 'Done with that step.' }] });

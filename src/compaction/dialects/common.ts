@@ -27,7 +27,12 @@ export interface CallLink {
  * `join` [from, to] makes one group of that span; overlapping spans merge. A group holding an
  * orphan result is marked orphan; its unanswered ids are its calls without a result.
  */
-export function buildGroups(count: number, calls: readonly CallLink[], orphans: readonly number[], joins: ReadonlyArray<readonly [number, number]> = []): MessageGroup[] {
+export function buildGroups(
+  count: number,
+  calls: readonly CallLink[],
+  orphans: readonly number[],
+  joins: ReadonlyArray<readonly [number, number]> = [],
+): MessageGroup[] {
   // reach[i]: the last position that must share a group with position i.
   const reach = Array.from({ length: count }, (_, i) => i);
   const extend = (from: number, to: number) => {
@@ -59,8 +64,6 @@ export function openCallsOf(groups: readonly MessageGroup[], calls: readonly Cal
   if (open.length === 0) return undefined;
   return { index: open[0].at, ids: open.map((c) => c.id) };
 }
-
-export const isString = (v: unknown): v is string => typeof v === 'string';
 
 export function checkString(value: unknown, field: string, min = 0, max = Infinity): FieldProblem | undefined {
   if (typeof value !== 'string' || value.length < min || value.length > max) {
@@ -95,4 +98,3 @@ export function clip(text: string, cap: number, what = 'this tool result'): stri
 
 /** The value as text for the summariser: strings as they are, anything else as JSON. */
 export const asText = (value: JsonValue | undefined): string => (value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value));
-

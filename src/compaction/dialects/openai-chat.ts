@@ -151,7 +151,8 @@ function render(m: Message, caps: RenderCaps): string {
     return `tool result (${asText(m.name ?? m.tool_call_id ?? 'tool')}): ${clip(parts.join(' '), caps.toolResultChars)}`;
   }
   const calls = callsOf(m).map((c) => `${c.name}(${clip(c.input, caps.toolArgumentChars, 'these arguments')})`);
-  if (isJsonObject(m.function_call)) calls.push(`${asText(m.function_call.name)}(${clip(asText(m.function_call.arguments), caps.toolArgumentChars, 'these arguments')})`);
+  if (isJsonObject(m.function_call))
+    calls.push(`${asText(m.function_call.name)}(${clip(asText(m.function_call.arguments), caps.toolArgumentChars, 'these arguments')})`);
   return `${String(m.role)}: ${parts.join(' ')}${calls.length ? ` [calls: ${calls.join(', ')}]` : ''}`;
 }
 
