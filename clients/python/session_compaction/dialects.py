@@ -379,3 +379,71 @@ def for_provider(dialect: str, messages: Sequence[Any]) -> list[Any]:
     if dialect == "openai-responses":
         return _responses_for_provider(messages)
     return list(messages)
+
+
+# ---------------------------------------------------------------- real user requests
+# A request a person made (src/compaction/dialects/*.ts isRealUserRequest): user role, not a
+# tool result, not a summary this service wrote, with non-empty text or any non-text part (an
+# image-only request counts). contract/vectors/dialect-rules.json pins both languages to it.
+
+SUMMARY_PREFIX = "[CONTEXT SUMMARY: reference only, written by session-compaction]"
+SUMMARY_NAME = "context_summary"
+# JavaScript's String.prototype.trim() white space, so both languages agree on "empty".
+_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+def _has_text(value: Any) -> bool:
+    return isinstance(value, str) and value.strip(_JS_SPACE) != ""
+
+
+def _rs_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not _is_list(content):
+        return ""
+    return "".join(p["text"] for p in content if isinstance(p, Mapping) and p.get("type") in ("input_text", "output_text", "text") and isinstance(p.get("text"), str))
+
+
+def _blocks(m: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = m.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content if isinstance(b, Mapping)] if _is_list(content) else []
+
+
+def is_real_user_request(message: Any, dialect: str = "openai-chat") -> bool:
+    """Whether a message is a real user request in its dialect (the latest one is kept verbatim by every compaction)."""
+    if not isinstance(message, Mapping) or message.get("role") != "user":
+        return False
+    m = message
+    if dialect == "openai-chat":
+        content = m.get("content")
+        if m.get("name") == SUMMARY_NAME and _chat_content_text(content).startswith(SUMMARY_PREFIX):
+            return False
+        if isinstance(content, str):
+            return _has_text(content)
+        return _is_list(content) and any(isinstance(p, Mapping) and (p.get("type") != "text" or _has_text(p.get("text"))) for p in content)
+    if dialect == "openai-responses":
+        if not _rs_is_message(m) or _rs_text(m.get("content")).startswith(SUMMARY_PREFIX):
+            return False
+        content = m.get("content")
+        if isinstance(content, str):
+            return _has_text(content)
+        return _is_list(content) and any(
+            isinstance(p, Mapping) and (not isinstance(p.get("type"), str) or p.get("type") not in ("input_text", "output_text", "text") or _has_text(p.get("text"))) for p in content
+        )
+    if dialect == "anthropic":
+        blocks = _blocks(m)
+        text = "".join(b["text"] for b in blocks if b.get("type") == "text" and isinstance(b.get("text"), str))
+        if text.startswith(SUMMARY_PREFIX) or any(b.get("type") == "tool_result" for b in blocks):
+            return False
+        return any(_has_text(b.get("text")) if b.get("type") == "text" else isinstance(b.get("type"), str) and b.get("type") != "" for b in blocks)
+    if dialect == "gemini":
+        parts = [p for p in m.get("parts", []) if isinstance(p, Mapping)] if _is_list(m.get("parts")) else []
+        text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and p.get("thought") is not True)
+        if text.startswith(SUMMARY_PREFIX) or any(_gm_object(p, "functionResponse") is not None for p in parts):
+            return False
+        return any(
+            (_has_text(p.get("text")) and p.get("thought") is not True) or _gm_object(p, "inlineData") is not None or _gm_object(p, "fileData") is not None for p in parts
+        )
+    raise ValueError(f"unknown dialect {dialect!r}")
