@@ -31,6 +31,7 @@ export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (isJsonObject(value)) {
     return `{${Object.keys(value)
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined) // as JSON.stringify drops them
       .sort()
       .map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`)
       .join(',')}}`;

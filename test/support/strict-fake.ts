@@ -181,22 +181,7 @@ export function opaqueToken(rand: () => number, prefix: string, bytes: number): 
   return `${prefix}${raw.toString('base64')}`;
 }
 
-/** JSON with object keys sorted: two JSON-equal values give the same text. */
-export function canonicalJson(value: unknown): string {
-  const sortKeys = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(sortKeys);
-    if (v && typeof v === 'object') {
-      return Object.fromEntries(
-        Object.entries(v as Record<string, unknown>)
-          .filter(([, x]) => x !== undefined)
-          .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-          .map(([k, x]) => [k, sortKeys(x)]),
-      );
-    }
-    return v;
-  };
-  return JSON.stringify(sortKeys(value));
-}
+export { canonicalJson } from '../../src/compaction/json';
 
 const TOOL_NAMES = ['run_tests', 'read_file', 'grep', 'edit_file', 'list_dir'] as const;
 
