@@ -6,6 +6,7 @@
  * strict provider on the provider view, for the latest request verbatim, and for every kept
  * or carried message JSON-equal to one that was appended (by this test's own ledger).
  */
+import { sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DIALECT_NAMES, dialectOf, type Message } from '../src/compaction/dialects';
@@ -83,4 +84,25 @@ it('the strict check this test relies on refuses a broken head in every dialect'
     ],
   };
   for (const name of DIALECT_NAMES) expect(strictProviderCheck(name, broken[name]), name).toBeDefined();
+});
+
+describe.each(['rotate', 'in_place'] as const)('numbers JavaScript cannot hold (%s)', (mode) => {
+  it('keep their exact digits in kept and carried copies: bodies are copied inside Postgres', async () => {
+    const id = uniqueId(`bignum-${mode}`);
+    await stack().client.createSession({ sessionId: id, mode });
+    await stack().client.append(id, messyTranscript('openai-chat', 3, 8));
+    // Another language's client can store what JSON allows and JavaScript rounds: raw SQL here.
+    const exact = '{"role": "user", "content": "ship order 1", "x_order_id": 9007199254740993, "x_price": 0.1000000000000000055511151231257827}';
+    await stack().db.db.execute(sql`select session_append(${id}, ${`[${exact}]`}::jsonb)`);
+    const result = await stack().client.compact(id, { force: true });
+    expect(result.outcome).toBe('compacted');
+    const rows = (
+      await stack().db.db.execute(
+        sql`select body::text as body from messages where session_id = ${result.sessionId} and archived_at is null and body->>'content' = 'ship order 1'`,
+      )
+    ).rows as Array<{ body: string }>;
+    expect(rows).toHaveLength(1); // the latest request, kept verbatim
+    expect(rows[0].body).toContain('9007199254740993');
+    expect(rows[0].body).toContain('0.1000000000000000055511151231257827');
+  });
 });

@@ -174,7 +174,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     const messagesBefore = snapshot.length;
     const refuse = async (
       reason: string,
-      fields: { gate?: string; gateResults?: Record<string, string>; tokensAfter?: number; promptTokens?: number; completionTokens?: number } = {},
+      fields: { gate?: string; gateResults?: Record<string, string>; tokensAfter?: number; promptTokens?: number; completionTokens?: number; held?: boolean } = {},
     ): Promise<JobResult> => {
       await finishJob(db, input, attempt, 'refused', { reason, messagesBefore, tokensBefore, ...fields }, policy);
       if (fields.gate) {
@@ -195,7 +195,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     };
 
     const held = dialect.holdReason(snapshot);
-    if (held) return refuse(held);
+    if (held) return refuse(held, { held: true });
     const plan = planCompaction(snapshot, { ...deps.plan, force: input.force, dialect }, tokens);
     if (plan.middle.length === 0) {
       return refuse(`nothing to summarise: all ${snapshot.length} messages fit in the kept head and tail`);
@@ -245,6 +245,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
             tokens: tokens[entry.from],
             lineageSeq: rows[entry.from].lineageSeq,
             originMessageId: rows[entry.from].originMessageId ?? rows[entry.from].id,
+            sourceRowId: rows[entry.from].id,
           },
     );
     const summaryIndices = candidate.flatMap((entry, i) => (entry.from === undefined ? [i] : []));

@@ -93,7 +93,8 @@ export function noForgedSummary(after: readonly Message[], summaryIndices: reado
 export function runGates(input: GateInput): GateReport {
   const dialect = input.dialect ?? openaiChat;
   const checks: Record<GateName, () => string | undefined> = {
-    providerValid: () => providerValid(input.after, dialect, input.summaryIndices),
+    // The hold again, on the head as it stands at commit: appends carried in may have opened a loop.
+    providerValid: () => dialect.holdReason(input.before) ?? providerValid(input.after, dialect, input.summaryIndices),
     latestUserRequest: () => keepsLatestUserRequest(input.before, input.after, dialect),
     openToolCalls: () => keepsOpenToolCalls(input.before, input.after, dialect),
     smaller: () => isSmaller(input.tokensBefore, input.tokensAfter, input.targetTokens),

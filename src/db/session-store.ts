@@ -44,19 +44,24 @@ export const DEFAULT_AUTO_COMPACTION_POLICY: AutoCompactionPolicy = {
   resendAfterMs: 5 * 60_000,
 };
 
+/**
+ * A row to insert. A copy of a stored message (`copyOf`, the row it copies) takes its body from
+ * that row inside Postgres: the body never passes through JavaScript, whose numbers would
+ * round a 64-bit id or an exact decimal another client stored.
+ */
 function messageRow(
   dialect: Dialect,
   sessionId: string,
   seq: number,
   m: Message,
   tokens: number,
-  extra: { lineageSeq?: number | null; originMessageId?: number | null; writtenByCompaction?: string } = {},
+  extra: { lineageSeq?: number | null; originMessageId?: number | null; writtenByCompaction?: string; copyOf?: number } = {},
 ) {
   return {
     sessionId,
     seq,
     role: dialect.roleOf(m),
-    body: m,
+    body: extra.copyOf !== undefined ? sql`(select m.body from messages m where m.id = ${extra.copyOf})` : m,
     tokenEstimate: tokens,
     lineageSeq: extra.lineageSeq ?? null,
     originMessageId: extra.originMessageId ?? null,
@@ -500,6 +505,12 @@ export interface JobFields {
   completionTokens?: number;
   gate?: string;
   gateResults?: Record<string, string>;
+  /**
+   * The job was held (its dialect's holdReason: a tool loop open with thinking on), not
+   * refused on its merits: an automatic request it answered is settled without climbing the
+   * cooldown ladder, so the next append at or above the threshold asks again.
+   */
+  held?: boolean;
 }
 
 /**
@@ -533,7 +544,7 @@ export async function finishJob(
       })
       .where(and(eq(compactions.id, job.jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`))
       .returning({ id: compactions.id });
-    if (decided.length > 0) await settleAutoCompaction(tx, job, outcome === 'refused' ? 'failed' : 'settled', policy);
+    if (decided.length > 0) await settleAutoCompaction(tx, job, outcome === 'refused' && !fields.held ? 'failed' : 'settled', policy);
   });
 }
 
@@ -544,6 +555,8 @@ export interface CompactedMessage {
   /** For a message kept verbatim: the lineage sequence number and appended row it copies. */
   lineageSeq?: number | null;
   originMessageId?: number | null;
+  /** For a message kept verbatim: the snapshot row whose stored body the new row copies. */
+  sourceRowId?: number;
 }
 
 export interface CommitInput {
@@ -677,6 +690,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
           lineageSeq: m.lineageSeq,
           originMessageId: m.originMessageId,
           writtenByCompaction: job.jobId,
+          copyOf: m.sourceRowId,
         }),
       ),
       ...carried.map((r, i) =>
@@ -684,6 +698,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
           lineageSeq: r.lineageSeq,
           originMessageId: r.originMessageId ?? r.id,
           writtenByCompaction: job.jobId,
+          copyOf: r.id,
         }),
       ),
     ];

@@ -14,12 +14,15 @@ import type { LineageSettings } from './settings';
 /** Activity errors no retry can fix: the job fails at once and is recorded as aborted. */
 const NON_RETRYABLE = ['SummariserAuthError', 'SummariserQuotaError', 'SummariserInvalidRequest', 'SessionNotFoundError'];
 
+/** The lineage's own reads and writes (is it closed, mark it closed): retried while Postgres is away. */
+export const lineageActivities = proxyLocalActivities<CompactionActivities>({ startToCloseTimeout: '30s' });
+
 /**
- * The lineage's own bookkeeping (record an abort, joined requests, close). Bounded: a write
- * that keeps failing (the database refusing it) gives up after a few attempts instead of
- * retrying for ever and wedging the queue; the job is then answered `aborted` all the same.
+ * A job's bookkeeping (record an abort, record joined requests). Bounded: a write that keeps
+ * failing (the database refusing it) gives up after a few attempts instead of retrying for
+ * ever and wedging the queue; the job is answered `aborted` all the same.
  */
-export const lineageActivities = proxyLocalActivities<CompactionActivities>({
+const jobBookkeeping = proxyLocalActivities<CompactionActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 8 },
 });
@@ -45,7 +48,7 @@ export async function runCompactionJob(job: Job, context: JobContext): Promise<A
     if (joined.length === 0 || !patched(PATCH_RECORD_JOINED_REQUESTS)) return answer;
     for (const id of joined) scheduled.add(id);
     try {
-      await lineageActivities.recordJoinedRequests({ jobId: job.jobId, lineageId: context.lineageId, requestIds: joined, outcome: answer.outcome });
+      await jobBookkeeping.recordJoinedRequests({ jobId: job.jobId, lineageId: context.lineageId, requestIds: joined, outcome: answer.outcome });
     } catch (error) {
       // Bounded like every write here: the joined requests still get the job's answer from this run.
       if (isCancellation(error)) throw error;
@@ -94,7 +97,7 @@ async function decide(job: Job, { lineageId, mode, generation, settings }: JobCo
     // it returned a JobResult with no reason or previous session: the answer is the same.)
     let settled: JobResult | undefined;
     try {
-      settled = await lineageActivities.recordAbortedCompaction({
+      settled = await jobBookkeeping.recordAbortedCompaction({
         ...base,
         // The requests now, joined ones included: an automatic request among them is settled.
         requestIds: job.requests.map((r) => r.requestId),

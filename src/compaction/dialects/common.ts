@@ -4,7 +4,7 @@
  */
 import { isJsonObject, type JsonValue } from '../json';
 import { SUMMARY_PREFIX } from '../messages';
-import { cutText, markerText } from '../text';
+import { codePointLength, cutText, markerText } from '../text';
 import type { FieldProblem, MessageGroup } from './types';
 
 export { SUMMARY_PREFIX };
@@ -66,7 +66,7 @@ export function openCallsOf(groups: readonly MessageGroup[], calls: readonly Cal
 }
 
 export function checkString(value: unknown, field: string, min = 0, max = Infinity): FieldProblem | undefined {
-  if (typeof value !== 'string' || value.length < min || value.length > max) {
+  if (typeof value !== 'string' || codePointLength(value) < min || codePointLength(value) > max) {
     return { field, detail: max === Infinity ? `must be a string${min > 0 ? ' that is not empty' : ''}` : `must be a string of ${min} to ${max} characters` };
   }
   return undefined;

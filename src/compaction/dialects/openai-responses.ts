@@ -247,6 +247,12 @@ function links(messages: readonly Message[]): Links {
   const joins: Array<[number, number]> = [];
   const approvals = new Map<string, number>();
   messages.forEach((m, i) => {
+    // A reference by id only cannot be kept (with store:false nothing is looked up, RS-5): the
+    // cut summarises it like an orphan, so it never stays in a head the gate would refuse.
+    if (isItemReference(m)) {
+      orphans.push(i);
+      return;
+    }
     const t = typeOf(m);
     if (t === undefined || isMessageItem(m)) return;
     if (t === 'mcp_approval_request') {

@@ -49,11 +49,11 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     WHEN 'gemini' THEN CASE
       WHEN m->>'role' = 'model' THEN 'assistant'
       WHEN jsonb_typeof(m->'parts') = 'array' AND jsonb_array_length(m->'parts') > 0
-           AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(m->'parts') p WHERE NOT p ? 'functionResponse') THEN 'tool'
+           AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(m->'parts') p WHERE NOT (p ? 'functionResponse' OR p ? 'function_response')) THEN 'tool'
       ELSE 'user' END
     ELSE CASE
-      WHEN coalesce(m->>'type', 'message') = 'message' THEN CASE WHEN m->>'role' IN ('system', 'developer', 'user', 'assistant') THEN m->>'role' ELSE 'user' END
-      WHEN m->>'type' LIKE '%\_output' THEN 'tool'
+      WHEN coalesce(m->>'type', CASE WHEN m ? 'role' THEN 'message' END) = 'message' THEN CASE WHEN m->>'role' IN ('system', 'developer', 'user', 'assistant') THEN m->>'role' ELSE 'user' END
+      WHEN m->>'type' LIKE '%\_output' OR m->>'type' = 'mcp_approval_response' THEN 'tool'
       ELSE 'assistant' END
     END;
 $$;
@@ -195,10 +195,27 @@ BEGIN
       IF jsonb_typeof(b->'name') IS DISTINCT FROM 'string' OR b->>'name' = '' THEN
         RETURN jsonb_build_object('field', format('content[%s].name', j), 'detail', 'must be a non-empty string');
       END IF;
+      IF b ? 'input' AND jsonb_typeof(b->'input') <> 'object' THEN
+        RETURN jsonb_build_object('field', format('content[%s].input', j), 'detail', 'must be an object');
+      END IF;
     ELSIF b->>'type' = 'tool_result' THEN
       IF m->>'role' <> 'user' THEN RETURN jsonb_build_object('field', format('content[%s]', j), 'detail', 'a tool_result block belongs in a user turn'); END IF;
       IF jsonb_typeof(b->'tool_use_id') IS DISTINCT FROM 'string' OR b->>'tool_use_id' = '' THEN
         RETURN jsonb_build_object('field', format('content[%s].tool_use_id', j), 'detail', 'must be a non-empty string');
+      END IF;
+      IF b ? 'content' AND coalesce(jsonb_typeof(b->'content'), 'missing') NOT IN ('string', 'array') THEN
+        RETURN jsonb_build_object('field', format('content[%s].content', j), 'detail', 'must be a string or an array of content blocks');
+      END IF;
+      IF b ? 'is_error' AND jsonb_typeof(b->'is_error') <> 'boolean' THEN
+        RETURN jsonb_build_object('field', format('content[%s].is_error', j), 'detail', 'must be a boolean');
+      END IF;
+    ELSIF b->>'type' IN ('thinking', 'redacted_thinking') THEN
+      IF m->>'role' <> 'assistant' THEN RETURN jsonb_build_object('field', format('content[%s]', j), 'detail', 'a thinking block belongs in an assistant turn'); END IF;
+      IF b->>'type' = 'thinking' AND jsonb_typeof(b->'thinking') IS DISTINCT FROM 'string' THEN
+        RETURN jsonb_build_object('field', format('content[%s].thinking', j), 'detail', 'must be a string');
+      END IF;
+      IF b->>'type' = 'redacted_thinking' AND jsonb_typeof(b->'data') IS DISTINCT FROM 'string' THEN
+        RETURN jsonb_build_object('field', format('content[%s].data', j), 'detail', 'must be a string');
       END IF;
     END IF;
   END LOOP;
@@ -225,8 +242,10 @@ BEGIN
       RETURN jsonb_build_object('field', 'role', 'detail', 'must be one of user, assistant, system, developer');
     END IF;
     IF jsonb_typeof(m->'content') = 'array' THEN
-      found := sc_typed_parts_problem(m->'content', 'content');
-      IF found IS NOT NULL THEN RETURN found; END IF;
+      IF jsonb_array_length(m->'content') > 0 THEN
+        found := sc_typed_parts_problem(m->'content', 'content');
+        IF found IS NOT NULL THEN RETURN found; END IF;
+      END IF;
     ELSIF jsonb_typeof(m->'content') IS DISTINCT FROM 'string' THEN
       RETURN jsonb_build_object('field', 'content', 'detail', 'must be a string or an array of content parts');
     END IF;
@@ -234,8 +253,19 @@ BEGIN
     IF jsonb_typeof(m->'call_id') IS DISTINCT FROM 'string' OR m->>'call_id' = '' THEN RETURN jsonb_build_object('field', 'call_id', 'detail', 'must be a non-empty string'); END IF;
     IF jsonb_typeof(m->'name') IS DISTINCT FROM 'string' OR m->>'name' = '' THEN RETURN jsonb_build_object('field', 'name', 'detail', 'must be a non-empty string'); END IF;
     IF jsonb_typeof(m->'arguments') IS DISTINCT FROM 'string' THEN RETURN jsonb_build_object('field', 'arguments', 'detail', 'must be a string'); END IF;
-  ELSIF v_type LIKE '%\_call\_output' THEN
+  ELSIF v_type = 'custom_tool_call' THEN
     IF jsonb_typeof(m->'call_id') IS DISTINCT FROM 'string' OR m->>'call_id' = '' THEN RETURN jsonb_build_object('field', 'call_id', 'detail', 'must be a non-empty string'); END IF;
+    IF jsonb_typeof(m->'name') IS DISTINCT FROM 'string' OR m->>'name' = '' THEN RETURN jsonb_build_object('field', 'name', 'detail', 'must be a non-empty string'); END IF;
+    IF jsonb_typeof(m->'input') IS DISTINCT FROM 'string' THEN RETURN jsonb_build_object('field', 'input', 'detail', 'must be a string'); END IF;
+  ELSIF v_type LIKE '%\_call\_output' THEN
+    IF jsonb_typeof(m->'call_id') IS DISTINCT FROM 'string' OR m->>'call_id' = '' THEN
+      IF NOT (v_type = 'local_shell_call_output' AND jsonb_typeof(m->'id') = 'string') THEN
+        RETURN jsonb_build_object('field', 'call_id', 'detail', 'must be a non-empty string');
+      END IF;
+    END IF;
+    IF v_type IN ('function_call_output', 'custom_tool_call_output') AND coalesce(jsonb_typeof(m->'output'), 'missing') NOT IN ('string', 'array') THEN
+      RETURN jsonb_build_object('field', 'output', 'detail', 'must be a string or an array of content parts');
+    END IF;
   ELSIF v_type = 'reasoning' THEN
     IF m ? 'summary' AND jsonb_typeof(m->'summary') <> 'array' THEN RETURN jsonb_build_object('field', 'summary', 'detail', 'must be an array'); END IF;
   END IF;
@@ -249,6 +279,7 @@ LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
   p jsonb;
   j integer;
+  k text;
 BEGIN
   IF jsonb_typeof(m->'role') IS DISTINCT FROM 'string' OR m->>'role' NOT IN ('user', 'model', 'function') THEN
     RETURN jsonb_build_object('field', 'role', 'detail', 'must be one of user, model, function');
@@ -258,15 +289,55 @@ BEGIN
   END IF;
   FOR p, j IN SELECT value, ordinality - 1 FROM jsonb_array_elements(m->'parts') WITH ORDINALITY LOOP
     IF jsonb_typeof(p) <> 'object' THEN RETURN jsonb_build_object('field', format('parts[%s]', j), 'detail', 'must be an object'); END IF;
-    IF p ? 'functionCall' AND (jsonb_typeof(p#>'{functionCall,name}') IS DISTINCT FROM 'string' OR p#>>'{functionCall,name}' = '') THEN
-      RETURN jsonb_build_object('field', format('parts[%s].functionCall.name', j), 'detail', 'must be a non-empty string');
+    IF p ? 'text' AND jsonb_typeof(p->'text') <> 'string' THEN
+      RETURN jsonb_build_object('field', format('parts[%s].text', j), 'detail', 'must be a string');
     END IF;
-    IF p ? 'functionResponse' AND (jsonb_typeof(p#>'{functionResponse,name}') IS DISTINCT FROM 'string' OR p#>>'{functionResponse,name}' = '') THEN
-      RETURN jsonb_build_object('field', format('parts[%s].functionResponse.name', j), 'detail', 'must be a non-empty string');
+    IF p ? 'thought' AND jsonb_typeof(p->'thought') <> 'boolean' THEN
+      RETURN jsonb_build_object('field', format('parts[%s].thought', j), 'detail', 'must be a boolean');
+    END IF;
+    -- functionCall (or the snake_case function_call of Python's model_dump) only in model turns, responses never in them.
+    FOR k IN SELECT unnest(ARRAY['functionCall', 'function_call']) LOOP
+      IF p ? k THEN
+        IF jsonb_typeof(p->k) <> 'object' OR jsonb_typeof(p->k->'name') IS DISTINCT FROM 'string' OR p->k->>'name' = '' THEN
+          RETURN jsonb_build_object('field', format('parts[%s].%s.name', j, k), 'detail', 'must be a non-empty string');
+        END IF;
+        IF m->>'role' <> 'model' THEN
+          RETURN jsonb_build_object('field', format('parts[%s].%s', j, k), 'detail', 'a functionCall part is only allowed in a model turn');
+        END IF;
+      END IF;
+    END LOOP;
+    IF p ? 'functionResponse' OR p ? 'function_response' THEN
+      k := CASE WHEN p ? 'functionResponse' THEN 'functionResponse' ELSE 'function_response' END;
+      IF jsonb_typeof(p->k) <> 'object' OR jsonb_typeof(p->k->'name') IS DISTINCT FROM 'string' OR p->k->>'name' = '' THEN
+        RETURN jsonb_build_object('field', format('parts[%s].%s.name', j, k), 'detail', 'must be a non-empty string');
+      END IF;
+      IF m->>'role' = 'model' THEN
+        RETURN jsonb_build_object('field', format('parts[%s].%s', j, k), 'detail', 'a functionResponse part is only allowed in a user (or function) turn');
+      END IF;
+    ELSIF m->>'role' = 'function' THEN
+      RETURN jsonb_build_object('field', format('parts[%s]', j), 'detail', 'a turn of role "function" holds only functionResponse parts');
     END IF;
   END LOOP;
   RETURN NULL;
 END
+$$;
+--> statement-breakpoint
+-- Whether a message carries the summary marker (each dialect's posesAsSummary): the joined
+-- text for openai-chat and openai-responses; any text block (Anthropic) or any text part,
+-- thought parts included (Gemini), on its own.
+CREATE FUNCTION sc_poses_as_summary(p_dialect text, m jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT CASE p_dialect
+    WHEN 'anthropic' THEN
+      CASE jsonb_typeof(m->'content')
+        WHEN 'string' THEN starts_with(sc_marker_text(m->>'content'), '[CONTEXT SUMMARY: reference only, written by session-compaction]')
+        WHEN 'array' THEN EXISTS (SELECT 1 FROM jsonb_array_elements(m->'content') b WHERE b->>'type' = 'text' AND jsonb_typeof(b->'text') = 'string'
+                                    AND starts_with(sc_marker_text(b->>'text'), '[CONTEXT SUMMARY: reference only, written by session-compaction]'))
+        ELSE false END
+    WHEN 'gemini' THEN
+      jsonb_typeof(m->'parts') = 'array' AND EXISTS (SELECT 1 FROM jsonb_array_elements(m->'parts') p WHERE jsonb_typeof(p->'text') = 'string'
+                                    AND starts_with(sc_marker_text(p->>'text'), '[CONTEXT SUMMARY: reference only, written by session-compaction]'))
+    ELSE starts_with(sc_marker_text(sc_message_text(p_dialect, m)), '[CONTEXT SUMMARY: reference only, written by session-compaction]') END;
 $$;
 --> statement-breakpoint
 -- The structure of an append batch in its lineage's dialect. Size limits are each client's
@@ -303,7 +374,7 @@ BEGIN
     IF p_dialect = 'openai-chat' AND m->>'name' = 'context_summary' THEN
       PERFORM sc_invalid(f || '.name', '"context_summary" is reserved for the summaries this service writes');
     END IF;
-    IF starts_with(sc_marker_text(sc_message_text(p_dialect, m)), '[CONTEXT SUMMARY: reference only, written by session-compaction]') THEN
+    IF sc_poses_as_summary(p_dialect, m) THEN
       PERFORM sc_invalid(f || CASE WHEN p_dialect = 'gemini' THEN '.parts' ELSE '.content' END,
         'must not start with the compaction summary marker, which is reserved for the summaries this service writes');
     END IF;
@@ -521,3 +592,23 @@ END
 $$;
 --> statement-breakpoint
 DROP FUNCTION sc_check_messages(jsonb);
+--> statement-breakpoint
+-- The openai-chat token estimate (src/compaction/tokens.ts via openai-chat texts), as in 0006
+-- and now counting custom tool calls (custom.name, custom.input) like function calls.
+CREATE OR REPLACE FUNCTION sc_estimate_tokens(m jsonb) RETURNS integer
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+  chars integer := 0;
+BEGIN
+  chars := sc_utf16_length(sc_text_of(m));
+  IF jsonb_typeof(m->'tool_calls') = 'array' THEN
+    chars := chars + coalesce((SELECT sum(
+        sc_utf16_length(coalesce(CASE WHEN jsonb_typeof(c->'function') = 'object' THEN c#>>'{function,name}' ELSE c#>>'{custom,name}' END, ''))
+      + sc_utf16_length(coalesce(CASE WHEN jsonb_typeof(c->'function') = 'object' THEN c#>>'{function,arguments}' ELSE c#>>'{custom,input}' END, ''))
+      + sc_utf16_length(coalesce(c->>'id', '')))
+      FROM jsonb_array_elements(m->'tool_calls') c WHERE jsonb_typeof(c) = 'object'), 0);
+  END IF;
+  chars := chars + coalesce(sc_utf16_length(m->>'tool_call_id'), 0) + coalesce(sc_utf16_length(m->>'name'), 0);
+  RETURN 4 + ceil(chars / 4.0)::integer;
+END
+$$;
