@@ -174,7 +174,14 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     const messagesBefore = snapshot.length;
     const refuse = async (
       reason: string,
-      fields: { gate?: string; gateResults?: Record<string, string>; tokensAfter?: number; promptTokens?: number; completionTokens?: number; held?: boolean } = {},
+      fields: {
+        gate?: string;
+        gateResults?: Record<string, string>;
+        tokensAfter?: number;
+        promptTokens?: number;
+        completionTokens?: number;
+        held?: boolean;
+      } = {},
     ): Promise<JobResult> => {
       await finishJob(db, input, attempt, 'refused', { reason, messagesBefore, tokensBefore, ...fields }, policy);
       if (fields.gate) {
