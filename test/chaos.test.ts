@@ -1,6 +1,7 @@
 /**
  * The chaos suite at small sizes, inside `npm test`. `npm run chaos` runs the same
- * scenarios at full size (test/chaos/full.chaos.ts) with the same checks
+ * scenarios at full size (test/chaos/full.chaos.ts: more sessions per dialect, a longer storm,
+ * every hostile string in every case, many more random calls) with the same checks
  * (test/chaos/checks.ts): no fork, no orphan, nothing lost or duplicated (the project's audit
  * and the test's own ledger), every caller answered, and evidence that each fault landed.
  */
@@ -25,11 +26,11 @@ describe('chaos (small)', () => {
     expectLlmFaults(await llmFaults());
   });
 
-  it('a seeded storm with random worker kills loses and forks nothing, and no append fails', async () => {
-    expectStorm(await workerStorm({ workers: 2, sessions: 3, seconds: 12, seed: Number(process.env.CHAOS_SEED ?? 20261130) }), 3);
+  it('a seeded storm with random worker kills, one lineage per dialect, loses and forks nothing, no append fails, every head passes its strict provider', async () => {
+    expectStorm(await workerStorm({ workers: 2, sessions: 4, seconds: 10, seed: Number(process.env.CHAOS_SEED ?? 20261130) }), 4);
   });
 
-  it('bad input gets typed errors, writes nothing and never harms the workflow', async () => {
+  it('bad input in every dialect (client, raw SQL, Updates, signals) gets typed errors, writes nothing and never stops a lineage compacting', async () => {
     expectBadInput(await badInput({ iterations: 150, cliRuns: 3, seed: 20261130 }));
   });
 });

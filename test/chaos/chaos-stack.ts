@@ -26,7 +26,8 @@ export interface ChaosStack {
   client: SessionsClient;
   pg: EmbeddedPostgres;
   workers: Set<ChildProcess>;
-  startWorker(): Promise<ChildProcess>;
+  /** A worker process; `env` overrides the stack's environment for it (another task queue, no LLM). */
+  startWorker(env?: Record<string, string>): Promise<ChildProcess>;
   killWorker(worker: ChildProcess): Promise<void>;
   /** SIGKILLs the Temporal dev server; resolves with the signal it died of. */
   killTemporal(): Promise<string | undefined>;
@@ -78,8 +79,8 @@ export async function startChaosStack(name: string, env: Record<string, string> 
     client,
     pg,
     workers,
-    async startWorker() {
-      const worker = await spawnWorkerProcess(fullEnv, { workflowBundlePath, echo: Boolean(process.env.CHAOS_ECHO) });
+    async startWorker(env = {}) {
+      const worker = await spawnWorkerProcess({ ...fullEnv, ...env }, { workflowBundlePath, echo: Boolean(process.env.CHAOS_ECHO) });
       worker.once('exit', (code, signal) => process.env.CHAOS_ECHO && console.log('chaos: worker exited', code, signal));
       workers.add(worker);
       worker.once('exit', () => workers.delete(worker));

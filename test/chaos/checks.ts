@@ -4,7 +4,9 @@
  * the same commits, outcomes and evidence that the fault landed, at any size.
  */
 import { expect } from 'vitest';
-import type { ReliabilityRow, StormRow } from './scenarios';
+import { DIALECT_NAMES } from '../../src/compaction/dialects';
+import { HOSTILE_KINDS, hostileSites, MARKER_SPACES, structuralMistakes } from './dialect-shapes';
+import type { BadInputRow, ReliabilityRow, StormRow } from './scenarios';
 
 /** No fork, orphan, loss or duplicate (the project's audit and our own ledger), every caller answered. */
 export function expectIntact(row: ReliabilityRow) {
@@ -53,9 +55,48 @@ export function expectStorm(row: StormRow, sessions: number) {
   expect(row.acknowledgedAppends).toBeGreaterThan(sessions);
   expect(row.compactionsCommitted).toBeGreaterThan(sessions);
   expect(row.evidence?.kills).toBeGreaterThan(0);
+  // The same per dialect (sessions go round-robin over them), and the heads the agents send next
+  // pass the dialect's strict provider and keep the latest request verbatim.
+  const dialects = DIALECT_NAMES.slice(0, Math.min(sessions, DIALECT_NAMES.length));
+  expect(Object.keys(row.dialects).sort()).toEqual([...dialects].sort());
+  for (const dialect of dialects) {
+    const d = row.dialects[dialect]!;
+    expect({ dialect, ...d }).toMatchObject({ dialect, appendErrors: 0, ledgerProblems: [], providerRefusals: [], latestRequestProblems: [] });
+    expect(d.acknowledgedAppends, dialect).toBeGreaterThan(d.sessions);
+    expect(d.compactionsCommitted, dialect).toBeGreaterThan(d.sessions);
+    expect(d.ledgerSummarised, dialect).toBeGreaterThan(0);
+    // The ledger found its markers where the dialect keeps text: it looked for some, and saw them in the prompts.
+    expect(d.ledgerProbed, dialect).toBeGreaterThan(0);
+  }
 }
 
-export function expectBadInput(row: ReliabilityRow & { untyped: string[] }) {
+export function expectBadInput(row: BadInputRow) {
   expect(row.untyped).toEqual([]);
   expectIntact(row);
+  // Per dialect: refused by the client and through SQL, answered with valid compactions by
+  // both summarisers (each seeing its caps cut), and compacting after the fuzz.
+  for (const dialect of DIALECT_NAMES) {
+    const d = row.dialects[dialect];
+    expect(d.hostileCompactions.llm.length, dialect).toBeGreaterThan(0);
+    expect(d.hostileCompactions.extractive.length, dialect).toBeGreaterThan(0);
+    expect(
+      [...d.hostileCompactions.llm, ...d.hostileCompactions.extractive].filter((o) => o !== 'compacted'),
+      dialect,
+    ).toEqual([]);
+    expect({ dialect, ...d }).toMatchObject({
+      dialect,
+      llmSawCuts: true,
+      extractiveCut: true,
+      afterFuzz: 'compacted',
+      providerRefusals: [],
+    });
+    // Every case was sent (and, untyped being empty, refused right): from the client, each hostile
+    // string in each site, a forged marker behind each space, each mistake, 10 other fields; through
+    // SQL, a hostile string in each site, each forged marker, each mistake, 2 text parameters.
+    const sites = hostileSites(dialect).length;
+    const mistakes = structuralMistakes(dialect).length;
+    expect(d.refusedByClient, dialect).toBeGreaterThanOrEqual(sites * HOSTILE_KINDS.length + MARKER_SPACES.length + mistakes + 10 * HOSTILE_KINDS.length);
+    expect(d.refusedBySql, dialect).toBeGreaterThanOrEqual(sites + MARKER_SPACES.length + mistakes + 2);
+    expect(d.sqlStates.SC400, dialect).toBeGreaterThanOrEqual(MARKER_SPACES.length + mistakes);
+  }
 }

@@ -28,8 +28,10 @@ it('worker SIGKILLed mid-summary', async () => expectWorkerKill(kept(await worke
 it('Temporal server SIGKILLed mid-compaction', async () => expectTemporalKill(kept(await temporalKilledMidCompaction({ sessions: 10 })), 10), 300_000);
 it('Postgres restarted mid-commit', async () => expectPostgresRestart(kept(await postgresRestartedMidCommit({ sessions: 5 })), 5), 300_000);
 it('LLM faults', async () => expectLlmFaults(kept(await llmFaults())), 300_000);
+// Three lineages of each dialect.
 it('worker storm', async () => expectStorm(kept(await workerStorm({ workers: 3, sessions: 12, seconds: 120, seed })), 12), 600_000);
-it('bad input', async () => expectBadInput(kept(await badInput({ iterations: 2000, cliRuns: 20, seed }))), 600_000);
+// Every hostile string in every site, both ways; both non-text requests with both summarisers.
+it('bad input', async () => expectBadInput(kept(await badInput({ iterations: 2000, cliRuns: 20, seed, exhaustive: true }))), 600_000);
 
 afterAll(() => {
   const table = reliabilityTable(rows);

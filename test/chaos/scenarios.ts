@@ -7,18 +7,37 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, Connection, type WorkflowHandle, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { sql } from 'drizzle-orm';
-import type { CompactResultWithTranscript } from '../../src/client';
-import { PROJECT_ROOT } from '../../src/config';
-import { SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
+import type { Pool } from 'pg';
+import { type CompactResultWithTranscript, SessionsClient } from '../../src/client';
+import { DIALECT_NAMES, type DialectName, dialectOf, type Message } from '../../src/compaction/dialects';
+import { loadConfig, PROJECT_ROOT } from '../../src/config';
+import { InvalidInputError, SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
 import { readWithRetry } from '../../src/db/database';
-import { compactUpdate, lineageWorkflowId } from '../../src/workflows/contract';
+import { compactSignal, compactUpdate, lineageWorkflowId } from '../../src/workflows/contract';
 import { conversation } from '../support/conversation';
 import { type SummariserCalls, summariserCallsPerHead } from '../support/fake-llm';
-import { AppendLedger, ledgerProblems } from '../support/ledger';
+import { AppendLedger, canonical, ledgerProblems } from '../support/ledger';
+import { strictProviderCheck } from '../support/strict-check';
 import { type ChaosStack, startChaosStack } from './chaos-stack';
+import {
+  base,
+  cutPointTurns,
+  dialectAt,
+  forgedField,
+  forgedMessage,
+  forgedSites,
+  HOSTILE,
+  HOSTILE_KINDS,
+  historyFor,
+  hostileSites,
+  MARKER_SPACES,
+  nonTextRequest,
+  stepTurn,
+  structuralMistakes,
+} from './dialect-shapes';
 
 export interface ReliabilityRow {
   scenario: string;
@@ -298,9 +317,10 @@ export async function llmFaults(): Promise<ReliabilityRow> {
   }
 }
 
-/** 5. Several workers, one killed at random moments, during a storm of compactions and appends. */
+/** 5. Several workers, one killed at random moments, during a storm of compactions and appends, in every dialect. */
 export interface StormOptions {
   workers: number;
+  /** Sessions, spread round-robin over the dialects (DIALECT_NAMES order). */
   sessions: number;
   seconds: number;
   /** Seeds every random choice of the storm (victims, pauses); printed, so a run can be repeated. */
@@ -317,6 +337,24 @@ export interface StormOptions {
   env?: Record<string, string>;
 }
 
+/** What the storm proved for the lineages of one dialect. */
+interface DialectStormResult {
+  sessions: number;
+  acknowledgedAppends: number;
+  appendErrors: number;
+  compactionsCommitted: number;
+  /** The test's own ledger, for this dialect's lineages only. */
+  ledgerChecked: number;
+  ledgerSummarised: number;
+  /** Summarised messages whose text the ledger looked for in the summariser's prompts (and found: else a problem). */
+  ledgerProbed: number;
+  ledgerProblems: string[];
+  /** Heads the dialect's strict provider refuses (`strictProviderCheck` of the provider view), with why. */
+  providerRefusals: string[];
+  /** Heads whose latest real user request is not the last one appended, verbatim. */
+  latestRequestProblems: string[];
+}
+
 export type StormRow = ReliabilityRow & {
   acknowledgedAppends: number;
   missingAppends: number;
@@ -329,7 +367,37 @@ export type StormRow = ReliabilityRow & {
   summarisedJobs: number;
   refusedAfterSummary: number;
   calls?: SummariserCalls;
+  /** Per dialect with at least one session. */
+  dialects: Partial<Record<DialectName, DialectStormResult>>;
 };
+
+/** Lineages spread round-robin over the dialects, each created in its dialect with a messy history of its own shape. */
+async function dialectSessions(stack: ChaosStack, prefix: string, count: number, seed: number, ledger: AppendLedger) {
+  const sessions = Array.from({ length: count }, (_, i) => ({ id: `${prefix}-${i}`, dialect: dialectAt(i), index: i }));
+  for (const { id, dialect, index } of sessions) {
+    await stack.client.createSession({ sessionId: id, dialect });
+    const batch = historyFor(dialect, seed + index);
+    ledger.record(id, batch, await stack.client.append(id, batch));
+  }
+  return sessions;
+}
+
+/** Why a head does not keep `request` verbatim as its latest real user request, or undefined. */
+function latestRequestProblem(dialect: DialectName, head: readonly Message[], request: Message | undefined): string | undefined {
+  if (!request) return 'no request was acknowledged';
+  let at = head.length - 1;
+  while (at >= 0 && canonical(head[at]) !== canonical(request)) at--;
+  if (at < 0) return `the last request appended is not in the head: ${JSON.stringify(request).slice(0, 120)}`;
+  const later = head.findIndex((m, i) => i > at && dialectOf(dialect).isRealUserRequest(m));
+  return later >= 0 ? `message ${later} of the head comes after the last request as a real user request` : undefined;
+}
+
+/** The head's provider view as the dialect's strict provider reads it: why it would refuse it, or undefined. */
+async function providerRefusal(client: SessionsClient, dialect: DialectName, sessionId: string): Promise<string | undefined> {
+  const view = await client.transcript(sessionId, { for: 'provider' });
+  const refusal = strictProviderCheck(dialect, view.messages);
+  return refusal ? `${view.sessionId}: ${refusal}` : undefined;
+}
 
 export async function workerStorm(size: StormOptions): Promise<StormRow> {
   const seed = size.seed ?? Number(process.env.CHAOS_SEED ?? Date.now() % 1_000_000_000);
@@ -345,32 +413,33 @@ export async function workerStorm(size: StormOptions): Promise<StormRow> {
     }
     for (let i = 0; i < size.workers; i++) await stack.startWorker();
     const ledger = new AppendLedger();
-    const ids = await sessionsWithHistory(stack, 'st', size.sessions, ledger);
+    const sessions = await dialectSessions(stack, 'st', size.sessions, seed, ledger);
     stack.llm.setDefault({ delayMs: 300, tagCalls: size.tagCalls });
     const callers = new Callers();
-    let appended = 0;
-    let appendErrors = 0;
+    const appendsOf = new Map<string, { acknowledged: number; errors: number; lastRequest?: Message }>(
+      sessions.map((s) => [s.id, { acknowledged: 0, errors: 0 }]),
+    );
     let firstAppendError: string | undefined;
     let running = true;
     let longestWait = 0;
     let kills = 0;
     const loops: Array<Promise<void>> = [];
-    for (const id of ids) {
+    for (const { id, dialect, index } of sessions) {
       const pauses = prng(r.int(2 ** 31));
+      const appends = appendsOf.get(id)!;
       loops.push(
         (async () => {
           for (let n = 0; running; n++) {
-            const marker = `${id}/a${n}`;
-            const batch = [
-              { role: 'user', content: `${marker} next step please` },
-              { role: 'assistant', content: `done ${marker}` },
-            ];
+            // One agent step in the lineage's own shape: the request and the answer carry the
+            // marker where the dialect keeps text; the tool results are JSON text.
+            const batch = stepTurn(dialect, `${id}/a${n}`, `call_${index}`, n);
             try {
               ledger.record(id, batch, await stack.client.append(id, batch));
-              appended++;
+              appends.acknowledged++;
+              appends.lastRequest = batch[0];
             } catch (error) {
-              appendErrors++;
-              firstAppendError ??= String((error as Error).message ?? error);
+              appends.errors++;
+              firstAppendError ??= `${dialect}: ${String((error as Error).message ?? error)}`;
             }
             await sleep(100 + pauses.next() * 200);
           }
@@ -406,18 +475,59 @@ export async function workerStorm(size: StormOptions): Promise<StormRow> {
     running = false;
     await Promise.all(loops);
     await callers.settle();
-    const own = await ledger.check(stack.db.pool, { prompts: AppendLedger.prompts(stack.llm.requests) });
+    const prompts = AppendLedger.prompts(stack.llm.requests);
+    const own = await ledger.check(stack.db.pool, { prompts });
     const children = await stack.db.pool.query<{ n: number }>('select count(*)::int as n from sessions where parent_session_id is not null');
     const jobs = await stack.db.pool.query<{ summarised: number; refused: number }>(
       `select count(distinct id) filter (where outcome = 'compacted' or (outcome = 'refused' and summariser_prompt_tokens is not null))::int as summarised,
               count(distinct id) filter (where outcome = 'refused' and summariser_prompt_tokens is not null)::int as refused
        from compactions`,
     );
+    const commitsByDialect = await stack.db.pool.query<{ dialect: DialectName; n: number }>(
+      `select l.dialect, count(*)::int as n from compactions c join lineages l on l.id = c.lineage_id where c.outcome = 'compacted' group by l.dialect`,
+    );
+    // Per dialect: the same proof, by the same ledger, and the heads the agents would send next.
+    const dialects: Partial<Record<DialectName, DialectStormResult>> = {};
+    for (const dialect of DIALECT_NAMES) {
+      const mine = sessions.filter((s) => s.dialect === dialect);
+      if (mine.length === 0) continue;
+      const report = await ledger.check(stack.db.pool, { prompts, lineages: mine.map((s) => s.id) });
+      const providerRefusals: string[] = [];
+      const latestRequestProblems: string[] = [];
+      for (const { id } of mine) {
+        const refusal = await providerRefusal(stack.client, dialect, id);
+        if (refusal) providerRefusals.push(refusal);
+        const problem = latestRequestProblem(dialect, (await stack.client.transcript(id)).messages, appendsOf.get(id)!.lastRequest);
+        if (problem) latestRequestProblems.push(`${id}: ${problem}`);
+      }
+      dialects[dialect] = {
+        sessions: mine.length,
+        acknowledgedAppends: mine.reduce((n, s) => n + appendsOf.get(s.id)!.acknowledged, 0),
+        appendErrors: mine.reduce((n, s) => n + appendsOf.get(s.id)!.errors, 0),
+        compactionsCommitted: commitsByDialect.rows.find((row) => row.dialect === dialect)?.n ?? 0,
+        ledgerChecked: report.checked,
+        ledgerSummarised: report.summarised,
+        ledgerProbed: report.probed,
+        ledgerProblems: ledgerProblems(report),
+        providerRefusals,
+        latestRequestProblems,
+      };
+    }
+    console.log(
+      `worker storm: ${Object.entries(dialects)
+        .map(
+          ([d, x]) =>
+            `${d} ${x.acknowledgedAppends} appends, ${x.compactionsCommitted} commits, ledger ${x.ledgerChecked} (${x.ledgerSummarised} summarised, ${x.ledgerProbed} probed)`,
+        )
+        .join('; ')}`,
+    );
+    const appended = [...appendsOf.values()].reduce((n, a) => n + a.acknowledged, 0);
+    const appendErrors = [...appendsOf.values()].reduce((n, a) => n + a.errors, 0);
     const base = await row(
       stack,
       {
         scenario: size.dropGuards ? 'worker storm, fork guards dropped' : 'worker storm',
-        faults: `${size.kills === false ? 'no' : kills} random worker kills, ${size.workers} workers, ${size.sessions} sessions, ${size.seconds} s, seed ${seed}${size.dropGuards ? ', unique-child index and ended-session trigger dropped' : ''}`,
+        faults: `${size.kills === false ? 'no' : kills} random worker kills, ${size.workers} workers, ${size.sessions} sessions (${Object.keys(dialects).join(', ')}), ${size.seconds} s, seed ${seed}${size.dropGuards ? ', unique-child index and ended-session trigger dropped' : ''}`,
         recoverySeconds: seconds(longestWait),
         notes: `${appended} appends acknowledged, ${appendErrors} failed${firstAppendError ? ` (first: ${firstAppendError.slice(0, 120)})` : ''}`,
         evidence: { kills, seed },
@@ -436,6 +546,7 @@ export async function workerStorm(size: StormOptions): Promise<StormRow> {
       summarisedJobs: jobs.rows[0].summarised,
       refusedAfterSummary: jobs.rows[0].refused,
       ...(size.tagCalls ? { calls: summariserCallsPerHead(stack.llm.requests) } : {}),
+      dialects,
     };
   } finally {
     await stack.close();
@@ -527,128 +638,566 @@ function badCompactOptions(r: ReturnType<typeof prng>): Record<string, unknown> 
   return r.pick(options)();
 }
 
-export async function badInput(size: { iterations: number; cliRuns: number; seed: number }): Promise<ReliabilityRow & { typed: number; untyped: string[] }> {
-  const stack = await startChaosStack('fuzz');
-  const r = prng(size.seed);
-  const untyped: string[] = [];
-  let typed = 0;
-  const callers = new Callers();
-  const expectTyped = async (what: string, call: () => Promise<unknown>) => {
-    callers.requests++;
+/** What the fuzzer proved for one dialect. */
+interface DialectFuzzResult {
+  /** Hostile calls at this dialect's lineage refused by the client with a typed error (naming the field where the case knows it). */
+  refusedByClient: number;
+  /** Batches refused through raw SQL (SC400 naming the field, or a data exception for text Postgres cannot hold), nothing written. */
+  refusedBySql: number;
+  /** The SQLSTATEs of those refusals, and how often. */
+  sqlStates: Record<string, number>;
+  /** Outcomes of the compactions of hostile but valid input (cut points, image-only and file-only requests), per summariser. */
+  hostileCompactions: { llm: string[]; extractive: string[] };
+  /** The LLM summariser's prompts for this dialect show a tool result and arguments cut at their caps (the visible notes), all well-formed. */
+  llmSawCuts: boolean;
+  /** The built-in extractive summariser wrote the summary, with lines cut at its cap ('…'). */
+  extractiveCut: boolean;
+  /** The valid compaction of the fuzzed lineage after the fuzz. */
+  afterFuzz?: string;
+  /** Heads the dialect's strict provider refuses, after each compaction above. */
+  providerRefusals: string[];
+}
+
+export type BadInputRow = ReliabilityRow & { typed: number; untyped: string[]; dialects: Record<DialectName, DialectFuzzResult> };
+
+/** Code points, for case names: `U+00A0 U+FEFF`. */
+const codePoints = (s: string) => [...s].map((c) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`).join(' ');
+
+/** Every string and key inside a JSON value is well-formed Unicode. */
+function allWellFormed(value: unknown): boolean {
+  const ok = (s: string) => (s as string & { isWellFormed(): boolean }).isWellFormed();
+  if (typeof value === 'string') return ok(value);
+  if (Array.isArray(value)) return value.every(allWellFormed);
+  if (value && typeof value === 'object') return Object.entries(value).every(([k, v]) => ok(k) && allWellFormed(v));
+  return true;
+}
+
+/** One lineage's rows, and the number of lineages: what a refused call must leave as it was. */
+async function rowsOf(pool: Pool, lineageId: string): Promise<string> {
+  const { rows } = await pool.query(
+    `select (select count(*) from messages m join sessions s on s.id = m.session_id where s.lineage_id = $1)::int as messages,
+            (select count(*) from sessions where lineage_id = $1)::int as sessions,
+            (select count(*) from compactions where lineage_id = $1)::int as compactions,
+            (select count(*) from append_keys where lineage_id = $1)::int as append_keys,
+            (select appended_count from lineages where id = $1) as appended,
+            (select count(*) from lineages)::int as lineages`,
+    [lineageId],
+  );
+  return JSON.stringify(rows[0]);
+}
+
+const isTypedUpdateFailure = (error: unknown): error is WorkflowUpdateFailedError & { cause: ApplicationFailure } =>
+  error instanceof WorkflowUpdateFailedError &&
+  error.cause instanceof ApplicationFailure &&
+  (USER_ERROR_TYPES as readonly string[]).includes(error.cause.type ?? '');
+
+/** The fuzzer's book: every case ends typed (refused, naming its field) or answered; anything else is written down. */
+class Fuzz {
+  typed = 0;
+  readonly untyped: string[] = [];
+  readonly callers = new Callers();
+  readonly dialects = Object.fromEntries(
+    DIALECT_NAMES.map((d): [DialectName, DialectFuzzResult] => [
+      d,
+      {
+        refusedByClient: 0,
+        refusedBySql: 0,
+        sqlStates: {},
+        hostileCompactions: { llm: [], extractive: [] },
+        llmSawCuts: false,
+        extractiveCut: false,
+        providerRefusals: [],
+      },
+    ]),
+  ) as Record<DialectName, DialectFuzzResult>;
+  /** Raw SQL batches accepted that must not have been, per dialect: the first is followed by a compaction, to show what it does. */
+  private readonly wronglyAccepted = new Map<DialectName, number>();
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly client: SessionsClient,
+  ) {}
+
+  /** A call that must be refused with a typed error; with `field`, an InvalidInputError (or a typed Update failure) naming it. */
+  async refused(what: string, call: () => Promise<unknown>, expected: { field?: string; dialect?: DialectName } = {}): Promise<void> {
+    this.callers.requests++;
+    let error: unknown;
     try {
       await call();
-      untyped.push(`${what}: accepted`);
-    } catch (error) {
-      callers.answered++;
-      if (error instanceof SessionCompactionError) typed++;
-      else if (
-        error instanceof WorkflowUpdateFailedError &&
-        error.cause instanceof ApplicationFailure &&
-        (USER_ERROR_TYPES as readonly string[]).includes(error.cause.type ?? '')
-      )
-        typed++;
-      else untyped.push(`${what}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
+      this.untyped.push(`${what}: accepted`);
+      return;
+    } catch (e) {
+      error = e;
     }
+    this.callers.answered++;
+    if (!(error instanceof SessionCompactionError) && !isTypedUpdateFailure(error)) {
+      this.untyped.push(`${what}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
+      return;
+    }
+    if (expected.field !== undefined) {
+      const named =
+        error instanceof InvalidInputError
+          ? error.field
+          : isTypedUpdateFailure(error) && error.cause.type === 'InvalidInputError' && error.cause.message.startsWith(`invalid ${expected.field}:`)
+            ? expected.field
+            : undefined;
+      if (named !== expected.field) {
+        this.untyped.push(
+          `${what}: refused, but naming ${JSON.stringify(named ?? (error as Error).message.slice(0, 100))} instead of ${JSON.stringify(expected.field)}`,
+        );
+        return;
+      }
+    }
+    this.typed++;
+    if (expected.dialect) this.dialects[expected.dialect].refusedByClient++;
+  }
+
+  /**
+   * A statement through raw SQL that must fail and write nothing (counted in rows of the
+   * lineage): SQLSTATE SC400 whose DETAIL names `field` (or a field under `fieldUnder`), or,
+   * for text Postgres cannot receive at all (a NUL, a lone surrogate: `'text-rule'`), any data
+   * exception (SQLSTATE class 22).
+   */
+  async sqlRefused(
+    what: string,
+    dialect: DialectName,
+    lineageId: string,
+    statement: { text: string; values: unknown[] },
+    expected: { field: string } | { fieldUnder: string } | 'text-rule',
+  ): Promise<void> {
+    this.callers.requests++;
+    const before = await rowsOf(this.pool, lineageId);
+    let error: (Error & { code?: string; detail?: string }) | undefined;
+    try {
+      await this.pool.query(statement.text, statement.values);
+    } catch (e) {
+      error = e as Error & { code?: string; detail?: string };
+    }
+    const after = await rowsOf(this.pool, lineageId);
+    const written = after !== before ? `; rows written: ${before} -> ${after}` : '';
+    if (!error) {
+      this.untyped.push(`${what}, through SQL: accepted${written}${await this.consequence(dialect, lineageId)}`);
+      return;
+    }
+    this.callers.answered++;
+    const code = error.code ?? '(no SQLSTATE)';
+    let field: string | undefined;
+    try {
+      field = (JSON.parse(error.detail ?? '{}') as { field?: string }).field;
+    } catch {
+      field = undefined;
+    }
+    const right =
+      expected === 'text-rule'
+        ? code.startsWith('22')
+        : code === 'SC400' && ('field' in expected ? field === expected.field : (field ?? '').startsWith(expected.fieldUnder));
+    if (!right || written) {
+      this.untyped.push(`${what}, through SQL: ${code} ${field ?? ''} ${error.message.slice(0, 120)} (expected ${JSON.stringify(expected)})${written}`);
+      return;
+    }
+    this.typed++;
+    const d = this.dialects[dialect];
+    d.refusedBySql++;
+    d.sqlStates[code] = (d.sqlStates[code] ?? 0) + 1;
+  }
+
+  /** What a wrongly accepted batch does to the lineage: the next compaction's outcome (for the first per dialect). */
+  private async consequence(dialect: DialectName, lineageId: string): Promise<string> {
+    const n = (this.wronglyAccepted.get(dialect) ?? 0) + 1;
+    this.wronglyAccepted.set(dialect, n);
+    if (n > 1) return '';
+    const next = await this.client.compact(lineageId, { force: true }).catch((e: Error) => ({ outcome: `error ${e.message}`, reason: undefined }));
+    return `; the next forced compaction: ${next.outcome}${next.reason ? ` (${next.reason})` : ''}`;
+  }
+}
+
+/** A raw SQL append, as any client in any language may send it. */
+const sqlAppend = (lineageId: string, batch: unknown, appendKey: string | null = null) => ({
+  text: 'select session_append($1, $2::jsonb, $3)',
+  values: [lineageId, JSON.stringify(batch), appendKey],
+});
+
+/**
+ * The cases of every dialect, each once: every hostile string (NUL, lone high and low
+ * surrogates) in every value and key the dialect's messages have (known and unknown fields),
+ * forged summary markers behind every white space and format character in every place the
+ * dialect keeps text, structural mistakes, and hostile strings in every other field (request
+ * ids, focus topics, append keys, source, model, session ids, dialect names), from the
+ * TypeScript client, raw Updates and signals, and raw SQL.
+ */
+async function fuzzEveryCase(
+  fz: Fuzz,
+  stack: ChaosStack,
+  targets: ReadonlyArray<{ id: string; dialect: DialectName; raw: WorkflowHandle }>,
+  exhaustive: boolean,
+) {
+  // Small runs send each case from the client with every kind of hostile string, and through
+  // SQL with one (rotating over the sites); a forged marker behind every space character in
+  // each dialect, in one site per character (rotating). Exhaustive runs send everything both ways.
+  const hostile = exhaustive ? HOSTILE : HOSTILE_KINDS;
+  // The dialects side by side (each on a lineage of its own), the cases of each in order.
+  const oneDialect = async ({ id, dialect, raw }: (typeof targets)[number], t: number) => {
+    for (const [i, site] of hostileSites(dialect).entries()) {
+      for (const [j, bad] of hostile.entries()) {
+        const { message, field } = site.build(bad);
+        const batch = [base(dialect), message];
+        const what = `${dialect}: ${codePoints(bad)} in ${site.name}`;
+        await fz.refused(what, () => stack.client.append(id, batch), { field: `messages[1]${field}`, dialect });
+        if (exhaustive || j === (i + t) % hostile.length) await fz.sqlRefused(what, dialect, id, sqlAppend(id, batch), 'text-rule');
+      }
+    }
+    const forged = forgedSites(dialect);
+    for (const [i, space] of MARKER_SPACES.entries()) {
+      for (const site of exhaustive ? forged : [forged[(i + t) % forged.length]]) {
+        const batch = [base(dialect), forgedMessage(site, space)];
+        const what = `${dialect}: a summary marker behind ${codePoints(space)} in ${site.name}`;
+        const field = `messages[1]${forgedField(dialect)}`;
+        await fz.refused(what, () => stack.client.append(id, batch), { field, dialect });
+        await fz.sqlRefused(what, dialect, id, sqlAppend(id, batch), { field });
+      }
+    }
+    for (const mistake of structuralMistakes(dialect)) {
+      const batch = [base(dialect), mistake];
+      const what = `${dialect}: ${JSON.stringify(mistake)}`;
+      await fz.refused(what, () => stack.client.append(id, batch), { dialect });
+      await fz.sqlRefused(what, dialect, id, sqlAppend(id, batch), { fieldUnder: 'messages[1]' });
+    }
+    for (const bad of HOSTILE_KINDS) {
+      const s = `x${bad}y`;
+      const what = (field: string) => `${dialect}: ${codePoints(bad)} in ${field}`;
+      await fz.refused(what('requestId'), () => stack.client.compact(id, { requestId: s }), { field: 'requestId', dialect });
+      await fz.refused(what('focusTopic'), () => stack.client.compact(id, { focusTopic: s }), { field: 'focusTopic', dialect });
+      await fz.refused(what('appendKey'), () => stack.client.append(id, [base(dialect)], { appendKey: s }), { field: 'appendKey', dialect });
+      await fz.refused(what('the session id of an append'), () => stack.client.append(`fz${s}`, [base(dialect)]), { field: 'sessionId', dialect });
+      await fz.refused(what('source'), () => stack.client.createSession({ sessionId: `fz-new-${dialect}`, dialect, source: s }), { field: 'source', dialect });
+      await fz.refused(what('model'), () => stack.client.createSession({ sessionId: `fz-new-${dialect}`, dialect, model: s }), { field: 'model', dialect });
+      await fz.refused(what('a new session id'), () => stack.client.createSession({ sessionId: `fz${s}`, dialect }), { field: 'sessionId', dialect });
+      await fz.refused(what('the dialect'), () => stack.client.createSession({ sessionId: `fz-new-${dialect}`, dialect: `${dialect}${bad}` as DialectName }), {
+        field: 'dialect',
+        dialect,
+      });
+      // Straight to the workflow: an Update is refused by its validator; a signal is dropped (the workflow's health is checked after the fuzz).
+      for (const field of ['requestId', 'focusTopic'] as const) {
+        await fz.refused(what(`a raw Update's ${field}`), () => raw.executeUpdate(compactUpdate, { args: [{ sessionId: id, [field]: s } as never] }), {
+          field,
+          dialect,
+        });
+        fz.callers.requests++;
+        await raw.signal(compactSignal, { sessionId: id, [field]: s } as never);
+        fz.callers.answered++;
+        fz.typed++;
+      }
+    }
+    // Text parameters through SQL: Postgres cannot receive a NUL at all.
+    await fz.sqlRefused(`${dialect}: U+0000 in an append key`, dialect, id, sqlAppend(id, [base(dialect)], 'key\u0000'), 'text-rule');
+    await fz.sqlRefused(
+      `${dialect}: U+0000 in a source`,
+      dialect,
+      id,
+      { text: 'select session_create($1, $2, p_dialect => $3)', values: [`fz-sql-${dialect}`, 'src\u0000', dialect] },
+      'text-rule',
+    );
+  };
+  await Promise.all(targets.map(oneDialect));
+}
+
+/**
+ * Hostile but valid input, answered by a compaction: turns whose cut points fall inside
+ * surrogate pairs and emoji sequences at the summariser's caps, then a request with only an
+ * image or only a file (one round per request). Each compaction must commit a head that is well-formed,
+ * accepted by the dialect's strict provider, and keeps the non-text request verbatim as the
+ * latest real user request.
+ */
+async function compactsHostileText(
+  fz: Fuzz,
+  client: SessionsClient,
+  pool: Pool,
+  dialect: DialectName,
+  id: string,
+  summariser: 'llm' | 'extractive',
+  requests: ReadonlyArray<'image' | 'file'>,
+  seed: number,
+) {
+  const d = fz.dialects[dialect];
+  await client.createSession({ sessionId: id, dialect });
+  await client.append(id, historyFor(dialect, seed));
+  let head = id;
+  for (const [round, kind] of requests.entries()) {
+    const request = nonTextRequest(dialect, kind);
+    await client.append(head, [...cutPointTurns(dialect, `${id}/r${round}`), ...stepTurn(dialect, `${id}/s${round}`, `call_s${round}`, round), request]);
+    const what = `${dialect} (${summariser} summariser): cut points inside emoji, then a ${kind}-only request`;
+    const answer = await fz.callers.send(() => client.compact(head, { force: true }));
+    if (!answer) {
+      fz.untyped.push(`${what}: the compaction failed`);
+      continue;
+    }
+    d.hostileCompactions[summariser].push(answer.outcome);
+    if (answer.outcome !== 'compacted') {
+      fz.untyped.push(`${what}: ${answer.outcome}${answer.reason ? ` (${answer.reason})` : ''}`);
+      continue;
+    }
+    head = answer.sessionId;
+    if (!allWellFormed(answer.messages)) fz.untyped.push(`${what}: the head holds a string that is not well-formed`);
+    const refusal = await providerRefusal(client, dialect, head);
+    if (refusal) d.providerRefusals.push(refusal);
+    const problem = latestRequestProblem(dialect, answer.messages, request);
+    if (problem) fz.untyped.push(`${what}: ${problem}`);
+    if (summariser === 'extractive') {
+      const summary = answer.messages.find((m) => dialectOf(dialect).isSummary(m));
+      const { rows } = await pool.query<{ model: string }>(`select model from compactions where lineage_id = $1 and outcome = 'compacted'`, [id]);
+      d.extractiveCut ||= rows.every((r) => r.model === 'builtin-extractive') && summary !== undefined && dialectOf(dialect).textOf(summary).includes('…');
+    }
+  }
+}
+
+export async function badInput(size: {
+  iterations: number;
+  cliRuns: number;
+  seed: number;
+  /** Every hostile string in every site both ways, every forged marker in every site, both non-text requests with both summarisers (npm run chaos). */
+  exhaustive?: boolean;
+}): Promise<BadInputRow> {
+  const stack = await startChaosStack('fuzz');
+  const r = prng(size.seed);
+  const fz = new Fuzz(stack.db.pool, stack.client);
+  // A second task queue whose worker has no LLM: lineages created through `extractive` are
+  // summarised by the built-in extractive summariser, the others by the local LLM.
+  const extractiveEnv = { TEMPORAL_TASK_QUEUE: `${stack.env.TEMPORAL_TASK_QUEUE}-extractive`, OPENAI_API_KEY: '' };
+  let extractive: SessionsClient | undefined;
+  const phases: Record<string, number> = {};
+  let phaseStart = Date.now();
+  const phase = (name: string) => {
+    phases[`${name}Seconds`] = seconds(Date.now() - phaseStart);
+    phaseStart = Date.now();
   };
   try {
     await stack.startWorker();
-    const [target] = await sessionsWithHistory(stack, 'fz', 1);
-    const counts = async () =>
-      (
-        await stack.db.db.execute(
-          sql`select (select count(*) from sessions) s, (select count(*) from messages) m, (select count(*) from lineages) l, (select count(*) from compactions) c`,
-        )
-      ).rows[0];
-    const before = await counts();
+    // The extractive worker starts while the refusals run (it is needed only for the compactions after them).
+    const extractiveWorker = stack.startWorker(extractiveEnv);
+    extractiveWorker.catch(() => undefined);
+    extractive = await SessionsClient.connect({ config: loadConfig({ ...stack.env, ...extractiveEnv }), database: stack.db });
     const connection = await Connection.connect({ address: stack.config.temporal.address });
-    const raw = new Client({ connection }).workflow.getHandle(lineageWorkflowId(target));
     try {
+      const workflows = new Client({ connection }).workflow;
+      const targets: Array<{ id: string; dialect: DialectName; raw: WorkflowHandle }> = [];
+      for (const [i, dialect] of DIALECT_NAMES.entries()) {
+        const id = `fz-${dialect}`;
+        await stack.client.createSession({ sessionId: id, dialect });
+        await stack.client.append(id, historyFor(dialect, size.seed + i));
+        targets.push({ id, dialect, raw: workflows.getHandle(lineageWorkflowId(id)) });
+      }
+      const chat = targets[0];
+      const counts = async () =>
+        (
+          await stack.db.db.execute(
+            sql`select (select count(*) from sessions) s, (select count(*) from messages) m, (select count(*) from lineages) l, (select count(*) from compactions) c, (select count(*) from append_keys) k`,
+          )
+        ).rows[0];
+      const before = await counts();
+      phase('setup');
+
+      await fuzzEveryCase(fz, stack, targets, size.exhaustive === true);
+      phase('everyCase');
+
       for (let i = 0; i < size.iterations; i++) {
-        const kind = r.int(6);
+        const target = r.pick(targets);
+        const { id, dialect, raw } = target;
+        const kind = r.int(10);
         if (kind === 0) {
-          const id = badSessionId(r);
-          await expectTyped(`createSession(${JSON.stringify(id)?.slice(0, 40)})`, () => stack.client.createSession({ sessionId: id as string }));
+          const sessionId = badSessionId(r);
+          await fz.refused(`createSession(${JSON.stringify(sessionId)?.slice(0, 40)})`, () =>
+            stack.client.createSession({ sessionId: sessionId as string, dialect }),
+          );
         } else if (kind === 1) {
-          await expectTyped('createSession(bad mode/source)', () =>
+          await fz.refused('createSession(bad mode/source)', () =>
             stack.client.createSession({
               sessionId: `fz-new-${i}`,
+              dialect,
               ...(r.next() < 0.5 ? { mode: r.pick(['fork', '', 7]) as never } : { source: r.pick([5, '', 'x'.repeat(101)]) as never }),
             }),
           );
         } else if (kind === 2) {
-          const batch = Array.from({ length: 1 + r.int(4) }, () => ({ role: 'user', content: 'fine' }) as unknown);
-          batch.splice(r.int(batch.length + 1), 0, badMessage(r));
-          await expectTyped('append(bad batch)', () =>
-            stack.client.append(r.next() < 0.8 ? target : (badSessionId(r) as string), r.next() < 0.9 ? batch : r.pick(ODD_VALUES)),
+          const batch: unknown[] = Array.from({ length: 1 + r.int(4) }, () => base(dialect));
+          batch.splice(r.int(batch.length + 1), 0, dialect === 'openai-chat' && r.next() < 0.5 ? badMessage(r) : r.pick(structuralMistakes(dialect)));
+          await fz.refused(`append(bad ${dialect} batch)`, () =>
+            stack.client.append(r.next() < 0.8 ? id : (badSessionId(r) as string), r.next() < 0.9 ? batch : r.pick(ODD_VALUES)),
           );
         } else if (kind === 3) {
-          await expectTyped('compact(bad options)', () => stack.client.compact(target, badCompactOptions(r) as never));
+          await fz.refused('compact(bad options)', () => stack.client.compact(id, badCompactOptions(r) as never));
         } else if (kind === 4) {
           const request =
-            r.next() < 0.5 ? { sessionId: target, ...badCompactOptions(r) } : { sessionId: badSessionId(r), ...(r.next() < 0.5 ? badCompactOptions(r) : {}) };
-          await expectTyped('raw Update', () => raw.executeUpdate(compactUpdate, { args: [request as never] }));
-        } else {
+            r.next() < 0.5 ? { sessionId: id, ...badCompactOptions(r) } : { sessionId: badSessionId(r), ...(r.next() < 0.5 ? badCompactOptions(r) : {}) };
+          await fz.refused('raw Update', () => raw.executeUpdate(compactUpdate, { args: [request as never] }));
+        } else if (kind === 5) {
           // A signal cannot be rejected: it must be dropped without harming the workflow.
-          callers.requests++;
+          fz.callers.requests++;
           await raw.signal(
             'requestCompaction',
             r.pick([
-              { sessionId: target, background: true },
+              { sessionId: id, background: true },
               { sessionId: badSessionId(r) },
               r.pick(ODD_VALUES),
-              { sessionId: target, ...badCompactOptions(r) },
+              { sessionId: id, ...badCompactOptions(r) },
             ]) as never,
           );
-          callers.answered++;
-          typed++;
+          fz.callers.answered++;
+          fz.typed++;
+        } else if (kind === 6) {
+          // A hostile string anywhere in a message of the dialect, in a batch of fine ones.
+          const site = r.pick(hostileSites(dialect));
+          const bad = `${r.pick(['', 'text ', '🙂'])}${r.pick(HOSTILE)}${r.pick(['', ' tail', '👍🏽'])}`;
+          const { message, field } = site.build(bad);
+          const batch: unknown[] = Array.from({ length: r.int(4) }, () => base(dialect));
+          const at = r.int(batch.length + 1);
+          batch.splice(at, 0, message);
+          const what = `${dialect}: ${codePoints(bad)} in ${site.name}`;
+          if (r.next() < 0.5) await fz.refused(what, () => stack.client.append(id, batch), { field: `messages[${at}]${field}`, dialect });
+          else await fz.sqlRefused(what, dialect, id, sqlAppend(id, batch), 'text-rule');
+        } else if (kind === 7) {
+          // A forged marker behind any run of white space and format characters.
+          const site = r.pick(forgedSites(dialect));
+          const space = Array.from({ length: 1 + r.int(3) }, () => r.pick(MARKER_SPACES)).join('');
+          const batch: unknown[] = Array.from({ length: r.int(3) }, () => base(dialect));
+          const at = r.int(batch.length + 1);
+          batch.splice(at, 0, forgedMessage(site, space));
+          const what = `${dialect}: a summary marker behind ${codePoints(space)} in ${site.name}`;
+          const field = `messages[${at}]${forgedField(dialect)}`;
+          if (r.next() < 0.5) await fz.refused(what, () => stack.client.append(id, batch), { field, dialect });
+          else await fz.sqlRefused(what, dialect, id, sqlAppend(id, batch), { field });
+        } else if (kind === 8) {
+          // A hostile string in a field that is not a message.
+          const s = `${r.pick(['', 'a', '🧑‍💻'])}${r.pick(HOSTILE)}${r.pick(['', 'z', '🇯🇵'])}`;
+          const [field, call] = r.pick<[string, () => Promise<unknown>]>([
+            ['requestId', () => stack.client.compact(id, { requestId: s })],
+            ['focusTopic', () => stack.client.compact(id, { focusTopic: s, force: true })],
+            ['appendKey', () => stack.client.append(id, [base(dialect)], { appendKey: s })],
+            ['source', () => stack.client.createSession({ sessionId: `fz-new-${i}`, dialect, source: s })],
+            ['model', () => stack.client.createSession({ sessionId: `fz-new-${i}`, dialect, model: s })],
+            ['sessionId', () => stack.client.createSession({ sessionId: `fz-${s}`, dialect })],
+            ['requestId', () => raw.executeUpdate(compactUpdate, { args: [{ sessionId: id, requestId: s } as never] })],
+            ['focusTopic', () => raw.executeUpdate(compactUpdate, { args: [{ sessionId: id, focusTopic: s } as never] })],
+          ]);
+          await fz.refused(`${dialect}: ${codePoints(s)} in ${field}`, call, { field, dialect });
+        } else {
+          const batch = [base(dialect), r.pick(structuralMistakes(dialect))];
+          await fz.sqlRefused(`${dialect}: ${JSON.stringify(batch[1])}`, dialect, id, sqlAppend(id, batch), { fieldUnder: 'messages[1]' });
         }
       }
+      phase('random');
       const run = promisify(execFile);
-      for (let i = 0; i < size.cliRuns; i++) {
+      // The CLI runs three at a time (each is a process of its own).
+      const cliRuns = Array.from({ length: size.cliRuns }, (_, i) => {
+        const target = r.pick(targets);
         const args = r.pick([
           ['create', r.pick(['../x', "x';--", 'a b', 'é', '-lead', 'x'.repeat(200), 'chat--g1', '']), '--json'],
-          ['compact', target, '--focus', 'x'.repeat(1001), '--json'],
-          ['compact', target, '--background', '--json'],
-          ['append', target, '--json'],
+          ['create', `fz-cli-${i}`, '--dialect', r.pick(['klingon', 'OPENAI-CHAT', 'gemini ', '']), '--json'],
+          ['compact', chat.id, '--focus', 'x'.repeat(1001), '--json'],
+          ['compact', chat.id, '--background', '--json'],
+          ['append', target.id, '--json'],
           ['frobnicate'],
         ]);
-        callers.requests++;
+        // JSON on stdin: a lone surrogate travels as its \u escape, as any JSON encoder writes it.
+        const message =
+          r.next() < 0.5
+            ? r.pick(hostileSites(target.dialect)).build(r.pick(HOSTILE)).message
+            : forgedMessage(r.pick(forgedSites(target.dialect)), r.pick(MARKER_SPACES));
+        return { args, stdin: args[0] === 'append' ? JSON.stringify([base(target.dialect), message]) : '' };
+      });
+      const runCli = async ({ args, stdin }: (typeof cliRuns)[number]) => {
+        fz.callers.requests++;
         const child = run(process.execPath, [path.join(PROJECT_ROOT, 'bin/sessions.js'), ...args], { env: { ...process.env, ...stack.env } });
-        if (args[0] === 'append') child.child.stdin!.end(JSON.stringify([badMessage(r)]));
-        else child.child.stdin!.end();
+        child.child.stdin!.end(stdin);
         try {
           await child;
-          untyped.push(`cli ${args.join(' ').slice(0, 60)}: exit 0`);
+          fz.untyped.push(`cli ${args.join(' ').slice(0, 60)}: exit 0`);
         } catch (error) {
           const e = error as { code: number; stdout: string };
-          callers.answered++;
-          if (e.code === 2) typed++;
-          else untyped.push(`cli ${args.join(' ').slice(0, 60)}: exit ${e.code}`);
+          fz.callers.answered++;
+          if (e.code === 2) fz.typed++;
+          else fz.untyped.push(`cli ${args.join(' ').slice(0, 60)}: exit ${e.code}`);
         }
-      }
+      };
+      for (let i = 0; i < cliRuns.length; i += 3) await Promise.all(cliRuns.slice(i, i + 3).map(runCli));
       const after = await counts();
-      if (JSON.stringify(after) !== JSON.stringify(before)) untyped.push(`rows written by bad input: ${JSON.stringify(before)} -> ${JSON.stringify(after)}`);
-      // The workflow is still healthy: running, no failed workflow task, and it still compacts.
-      const description = await raw.describe();
-      const history = await raw.fetchHistory();
-      const failedTasks = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
-      if (description.status.name !== 'RUNNING' || failedTasks > 0) untyped.push(`workflow ${description.status.name} with ${failedTasks} failed task(s)`);
-      const after2 = await callers.send(() => stack.client.compact(target));
-      if (after2?.outcome !== 'compacted') untyped.push(`a valid compaction after the fuzz: ${after2?.outcome}${after2?.reason ? ` (${after2.reason})` : ''}`);
+      if (JSON.stringify(after) !== JSON.stringify(before)) fz.untyped.push(`rows written by bad input: ${JSON.stringify(before)} -> ${JSON.stringify(after)}`);
+      phase('cli');
+
+      // Hostile but valid input, per dialect and summariser, all at once: an image-only
+      // request with the LLM and a file-only one with the extractive summariser (both with each when exhaustive).
+      const client = extractive;
+      await extractiveWorker;
+      await Promise.all(
+        DIALECT_NAMES.flatMap((dialect, i) => [
+          compactsHostileText(
+            fz,
+            stack.client,
+            stack.db.pool,
+            dialect,
+            `fzv-${dialect}`,
+            'llm',
+            size.exhaustive ? ['image', 'file'] : ['image'],
+            size.seed + 10 + i,
+          ),
+          compactsHostileText(
+            fz,
+            client,
+            stack.db.pool,
+            dialect,
+            `fzx-${dialect}`,
+            'extractive',
+            size.exhaustive ? ['file', 'image'] : ['file'],
+            size.seed + 20 + i,
+          ),
+        ]),
+      );
+      const bodies = stack.llm.requests.map((request) => request.body);
+      if (!allWellFormed(bodies)) fz.untyped.push('a summariser request held a string that is not well-formed');
+      for (const dialect of DIALECT_NAMES) {
+        const prompts = bodies.map((b) => JSON.stringify(b)).filter((b) => b.includes(`fzv-${dialect}/r`));
+        fz.dialects[dialect].llmSawCuts =
+          prompts.some((p) => p.includes('more characters of this tool result not shown')) &&
+          prompts.some((p) => p.includes('more characters of these arguments not shown'));
+      }
+      phase('hostileCompactions');
+
+      // Each fuzzed workflow is healthy (running, no failed workflow task), and its lineage compacts.
+      for (const { id, dialect, raw } of targets) {
+        const description = await raw.describe();
+        const history = await raw.fetchHistory();
+        const failedTasks = (history.events ?? []).filter((e) => e.workflowTaskFailedEventAttributes).length;
+        if (description.status.name !== 'RUNNING' || failedTasks > 0)
+          fz.untyped.push(`${dialect}: workflow ${description.status.name} with ${failedTasks} failed task(s)`);
+        const step = stepTurn(dialect, `${id}/after`, 'call_after', 0);
+        await stack.client.append(id, step);
+        const answer = await fz.callers.send(() => stack.client.compact(id));
+        fz.dialects[dialect].afterFuzz = answer?.outcome;
+        if (answer?.outcome !== 'compacted') {
+          fz.untyped.push(`${dialect}: a valid compaction after the fuzz: ${answer?.outcome}${answer?.reason ? ` (${answer.reason})` : ''}`);
+          continue;
+        }
+        const refusal = await providerRefusal(stack.client, dialect, answer.sessionId);
+        if (refusal) fz.dialects[dialect].providerRefusals.push(refusal);
+        const problem = latestRequestProblem(dialect, answer.messages, step[0]);
+        if (problem) fz.untyped.push(`${dialect}: after the fuzz: ${problem}`);
+      }
+      phase('afterFuzz');
+      console.log(`bad input: seed ${size.seed}, ${JSON.stringify(phases)}`);
     } finally {
       await connection.close();
     }
-    const base = await row(
+    const base_ = await row(
       stack,
       {
         scenario: 'bad input (fuzz)',
-        faults: `${size.iterations} bad calls (client, raw Updates, signals), ${size.cliRuns} CLI runs, seed ${size.seed}`,
+        faults: `every hostile case of ${DIALECT_NAMES.length} dialects, ${size.iterations} random bad calls (client, raw SQL, raw Updates, signals), ${size.cliRuns} CLI runs, cut points with both summarisers, seed ${size.seed}`,
         recoverySeconds: null,
+        evidence: phases,
       },
-      callers,
+      fz.callers,
     );
-    return { ...base, errorsToCallers: untyped.length, typed, untyped };
+    return { ...base_, errorsToCallers: fz.untyped.length, typed: fz.typed, untyped: fz.untyped, dialects: fz.dialects };
   } finally {
+    await extractive?.close();
     await stack.close();
   }
 }

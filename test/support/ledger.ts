@@ -11,23 +11,29 @@
  * It never reads the watermark or the project's audit (tests keep those assertions as a
  * second check). Only `legacyWatermark`, for rows seeded by a test before ranges existed,
  * accepts a compaction without a range by its watermark.
+ *
+ * Every dialect: the ledger reads each lineage's dialect with a query of its own, expects the
+ * role column its dialect files the message under (the TypeScript `roleOf`, checked against
+ * what the SQL data plane stored), and reads the probe from where that dialect's text lives
+ * (`content` strings and text parts, Anthropic text blocks and string tool results, Gemini
+ * `parts[].text`, Responses `message` items and string tool outputs).
  */
 import type { Pool } from 'pg';
+import { dialectOf } from '../../src/compaction/dialects';
 
 export interface LedgerEntry {
   lineageId: string;
   lineageSeq: number;
-  role: string;
   /** The whole message as appended, canonical JSON. */
   body: string;
-  /** Text the summariser's prompt must contain when the message was summarised, if any. */
-  probe?: string;
 }
 
 export interface LedgerReport {
   checked: number;
   live: number;
   summarised: number;
+  /** Summarised messages with text the summariser's prompts were searched for (when prompts were handed over). */
+  probed: number;
   /** Neither live in the head nor in a committed summarised range. */
   lost: LedgerEntry[];
   /** Live in the head more than once. */
@@ -42,7 +48,7 @@ export interface LedgerReport {
 }
 
 /** JSON with object keys sorted, so jsonb's key order does not matter. */
-function canonical(value: unknown): string {
+export function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {
     return `{${Object.keys(value)
@@ -54,9 +60,49 @@ function canonical(value: unknown): string {
   return JSON.stringify(value ?? null);
 }
 
-function probeOf(content: unknown): string | undefined {
-  if (typeof content !== 'string' || content.trim() === '') return undefined;
-  return content.slice(0, 60);
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const firstText = (texts: unknown[]): string | undefined => texts.find((t): t is string => typeof t === 'string' && t.trim() !== '');
+/** The `text` of each part whose type is one of `types` (any type when omitted). */
+const partTexts = (parts: unknown, types?: readonly string[]): unknown[] =>
+  Array.isArray(parts) ? parts.filter(isObject).flatMap((p) => (types === undefined || types.includes(String(p.type)) ? [p.text] : [])) : [];
+
+/**
+ * Text the summariser's prompt must contain when the message was summarised: the start of the
+ * first text where the message's dialect keeps its text (never thinking, reasoning or media).
+ */
+function probeOf(dialect: string, m: Json): string | undefined {
+  let text: string | undefined;
+  switch (dialect) {
+    case 'gemini':
+      text = firstText(Array.isArray(m.parts) ? m.parts.filter((p) => isObject(p) && p.thought !== true).map((p) => (p as Json).text) : []);
+      break;
+    case 'anthropic':
+      text =
+        typeof m.content === 'string'
+          ? firstText([m.content])
+          : firstText([
+              ...partTexts(m.content, ['text']),
+              ...(Array.isArray(m.content)
+                ? m.content
+                    .filter((b) => isObject(b) && b.type === 'tool_result')
+                    .flatMap((b) => {
+                      const inner = (b as Json).content;
+                      return typeof inner === 'string' ? [inner] : partTexts(inner, ['text']);
+                    })
+                : []),
+            ]);
+      break;
+    case 'openai-responses': {
+      const isMessage = m.type === 'message' || (m.type === undefined && typeof m.role === 'string');
+      if (isMessage) text = typeof m.content === 'string' ? firstText([m.content]) : firstText(partTexts(m.content, ['input_text', 'output_text', 'text']));
+      else if (typeof m.type === 'string' && m.type.endsWith('_output') && typeof m.output === 'string') text = firstText([m.output]);
+      break;
+    }
+    default:
+      text = typeof m.content === 'string' ? firstText([m.content]) : firstText(partTexts(m.content, ['text']));
+  }
+  return text?.slice(0, 60);
 }
 
 export class AppendLedger {
@@ -66,7 +112,7 @@ export class AppendLedger {
   record(lineageId: string, batch: ReadonlyArray<Record<string, unknown>>, ack: { lastLineageSeq: number; count: number }): void {
     if (ack.count !== batch.length) throw new Error(`append of ${batch.length} message(s) acknowledged ${ack.count}`);
     const first = ack.lastLineageSeq - ack.count + 1;
-    batch.forEach((m, i) => this.entries.push({ lineageId, lineageSeq: first + i, role: String(m.role), body: canonical(m), probe: probeOf(m.content) }));
+    batch.forEach((m, i) => this.entries.push({ lineageId, lineageSeq: first + i, body: canonical(m) }));
   }
 
   /** Every prompt text the local LLM received, for `check({ prompts })`. */
@@ -74,15 +120,38 @@ export class AppendLedger {
     return requests.map((r) => r.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n'));
   }
 
-  async check(pool: Pool, options: { prompts?: string[]; legacyWatermark?: boolean } = {}): Promise<LedgerReport> {
-    const report: LedgerReport = { checked: 0, live: 0, summarised: 0, lost: [], duplicated: [], altered: [], unseenBySummariser: [], forks: [], orphans: [] };
+  /**
+   * Checks every recorded message (or only those of `lineages`) against Postgres. `prompts`:
+   * every prompt the summariser received (see `prompts`), to check that summarised text was sent.
+   */
+  async check(pool: Pool, options: { prompts?: string[]; legacyWatermark?: boolean; lineages?: Iterable<string> } = {}): Promise<LedgerReport> {
+    const report: LedgerReport = {
+      checked: 0,
+      live: 0,
+      summarised: 0,
+      probed: 0,
+      lost: [],
+      duplicated: [],
+      altered: [],
+      unseenBySummariser: [],
+      forks: [],
+      orphans: [],
+    };
+    const only = options.lineages ? new Set(options.lineages) : undefined;
     const byLineage = new Map<string, LedgerEntry[]>();
-    for (const e of this.entries) byLineage.set(e.lineageId, [...(byLineage.get(e.lineageId) ?? []), e]);
+    for (const e of this.entries) if (!only || only.has(e.lineageId)) byLineage.set(e.lineageId, [...(byLineage.get(e.lineageId) ?? []), e]);
     const prompts = options.prompts?.join('\n\u0000\n');
 
     for (const [lineageId, entries] of byLineage) {
-      const [lineage] = (await pool.query<{ head: string }>('select head_session_id as head from lineages where id = $1', [lineageId])).rows;
+      // The dialect by a query of its own (to_jsonb: also on a schema from before dialects, where every lineage is openai-chat).
+      const [lineage] = (
+        await pool.query<{ head: string; dialect: string | null }>(
+          `select head_session_id as head, to_jsonb(l) ->> 'dialect' as dialect from lineages l where id = $1`,
+          [lineageId],
+        )
+      ).rows;
       if (!lineage) throw new Error(`lineage ${lineageId} not found`);
+      const dialect = dialectOf(lineage.dialect ?? 'openai-chat');
       const forks = await pool.query<{ parent: string }>(
         'select parent_session_id as parent from sessions where lineage_id = $1 and parent_session_id is not null group by 1 having count(*) > 1',
         [lineageId],
@@ -120,11 +189,14 @@ export class AppendLedger {
 
       for (const entry of entries) {
         report.checked++;
+        const message = JSON.parse(entry.body) as Json;
+        const role = dialect.roleOf(message as never);
+        const probe = probeOf(dialect.name, message);
         const copies = inHead.get(entry.lineageSeq) ?? [];
         if (copies.length > 0) {
           report.live++;
           if (copies.length > 1) report.duplicated.push(entry);
-          if (copies.some((c) => c.body !== entry.body || c.role !== entry.role)) report.altered.push(entry);
+          if (copies.some((c) => c.body !== entry.body || c.role !== role)) report.altered.push(entry);
           continue;
         }
         const heldBy = (parent: string, accept: (row: { seq: number }) => boolean) =>
@@ -142,8 +214,11 @@ export class AppendLedger {
           continue;
         }
         report.summarised++;
-        if (canonical(covering.body) !== entry.body || covering.role !== entry.role) report.altered.push(entry);
-        if (prompts !== undefined && entry.probe && !prompts.includes(entry.probe)) report.unseenBySummariser.push(entry);
+        if (canonical(covering.body) !== entry.body || covering.role !== role) report.altered.push(entry);
+        if (prompts !== undefined && probe) {
+          report.probed++;
+          if (!prompts.includes(probe)) report.unseenBySummariser.push(entry);
+        }
       }
     }
     return report;
