@@ -297,9 +297,9 @@ describe('an agent loop through the real SDKs against the strict providers', () 
       expect(agent.ledger.filter((e) => live.has(e.lineageSeq)).length).toBeLessThan(agent.ledger.length);
 
       // The planner built valid heads itself: no gate but the size gate had to refuse one (the
-      // gates are the safety net, not the mechanism). Soft, so that the checks below still run
-      // and report: anthropic fails it today (see the last describe of this file).
-      expect.soft(rows.filter((r) => r.gate !== null && r.gate !== 'smaller').map((r) => `${r.gate}: ${r.reason}`)).toEqual([]);
+      // gates are the safety net, not the mechanism). The one exception is the hold, checked
+      // again at commit: appends carried in during the summary can open a loop with thinking on.
+      expect(rows.filter((r) => r.gate !== null && r.gate !== 'smaller' && !HOLD_REASON.test(r.reason ?? '')).map((r) => `${r.gate}: ${r.reason}`)).toEqual([]);
 
       // The run was the one the proof needs.
       expect(generations.size).toBeGreaterThanOrEqual(MIN_COMPACTIONS);
