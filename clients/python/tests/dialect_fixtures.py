@@ -50,7 +50,7 @@ ANTHROPIC: list[dict[str, Any]] = [
             {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4="},
             {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "parser empty input"}},
             {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": [{"type": "web_search_result", "title": "Parsers", "url": "https://example.com", "encrypted_content": "Eq8BCioIAhgB"}]},
-            {"type": "tool_use", "id": "toolu_01B", "name": "run_tests", "input": None},
+            {"type": "tool_use", "id": "toolu_01B", "name": "run_tests", "input": {}},
         ],
     },
     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01B", "content": [{"type": "text", "text": "42"}, {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}], "is_error": False}]},
