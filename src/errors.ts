@@ -51,6 +51,19 @@ export class LineageClosedError extends SessionCompactionError {
   }
 }
 
+/**
+ * The head's last messages are not the ones the caller said they would be (a framework's
+ * "replace this exact suffix"): nothing was changed. Read the head again and decide anew.
+ */
+export class HistoryMismatchError extends SessionCompactionError {
+  constructor(
+    public readonly sessionId: string,
+    public readonly detail: string,
+  ) {
+    super(`the head of session ${JSON.stringify(sessionId)} changed: ${detail}; nothing was changed`);
+  }
+}
+
 export const USER_ERROR_TYPES = [
   'InvalidInputError',
   'SessionNotFoundError',

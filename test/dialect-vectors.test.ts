@@ -30,7 +30,7 @@ describe('dialect rules (shared vectors)', () => {
   });
 
   it('covers every dialect, and an open call in the alternating ones', () => {
-    expect(new Set(cases.map((c) => c.dialect)).size).toBe(4);
+    expect(new Set(cases.map((c) => c.dialect)).size).toBe(5);
     expect(cases.filter((c) => c.openCalls).map((c) => c.dialect)).toEqual(expect.arrayContaining(['openai-chat', 'anthropic', 'gemini']));
   });
 });

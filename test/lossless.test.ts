@@ -77,6 +77,7 @@ it('the strict check this test relies on refuses a broken head in every dialect'
   const broken: Record<string, Message[]> = {
     'openai-chat': [{ role: 'tool', tool_call_id: 'call_1', content: '42' }],
     'openai-responses': [{ type: 'function_call_output', call_id: 'call_1', output: '42' }],
+    'openai-agents': [{ type: 'function_call_result', callId: 'call_1', name: 'f', status: 'completed', output: { type: 'text', text: '42' } }],
     anthropic: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '42' }] }],
     gemini: [
       { role: 'user', parts: [{ text: 'hi' }] },

@@ -343,7 +343,7 @@ export async function auditLineage(db: Database, sessionOrLineageId: string): Pr
   const lostMessageIds = (
     await rows(sql`
       with latest as (
-        select distinct on (m.lineage_seq) m.id, m.session_id, m.seq, m.archived_at, m.archived_by_compaction
+        select distinct on (m.lineage_seq) m.id, m.session_id, m.seq, m.archived_at, m.archived_by_compaction, m.retracted_by
         from messages m join sessions s on s.id = m.session_id
         where s.lineage_id = ${lineageId} and m.lineage_seq is not null
         order by m.lineage_seq, m.id desc
@@ -351,6 +351,7 @@ export async function auditLineage(db: Database, sessionOrLineageId: string): Pr
       select l.id from latest l, lineages g
       where g.id = ${lineageId}
         and not (l.session_id = g.head_session_id and l.archived_at is null)
+        and l.retracted_by is null
         and not exists (
           select 1 from compactions c
           where c.outcome = 'compacted' and c.parent_session_id = l.session_id and l.seq <= c.watermark_seq

@@ -62,7 +62,7 @@ export const lineages = pgTable(
   },
   (t) => [
     check('lineages_mode_known', sql`${t.mode} in ('rotate', 'in_place')`),
-    check('lineages_dialect_known', sql`${t.dialect} in ('openai-chat', 'openai-responses', 'anthropic', 'gemini')`),
+    check('lineages_dialect_known', sql`${t.dialect} in ('openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini')`),
   ],
 );
 
@@ -118,6 +118,8 @@ export const messages = pgTable(
     /** Set when an in-place compaction replaced the row; archived rows stay for audit. */
     archivedAt: timestamp('archived_at', { withTimezone: true }),
     archivedByCompaction: text('archived_by_compaction'),
+    /** Set (with archivedAt) when the caller took the row back (session_replace_tail): the operation's key, or 'unkeyed'. */
+    retractedBy: text('retracted_by'),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex('messages_session_seq').on(t.sessionId, t.seq)],

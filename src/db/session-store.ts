@@ -3,10 +3,10 @@
  * lineage reads go straight here (never through workflow history); the compaction activity
  * reads snapshots and publishes results here, in single transactions.
  */
-import { and, asc, eq, gt, inArray, isNull, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, isNull, lte, sql } from 'drizzle-orm';
 import { type Dialect, dialectOf, type DialectName, type Message } from '../compaction/dialects';
 import type { GateReport } from '../compaction/gates';
-import { InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
+import { HistoryMismatchError, InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
 import { childSessionId, type CompactionMode, type CompactionOutcome, type CompactResult } from '../workflows/contract';
 import type { Database } from './database';
 import { compactions, lineages, messages, rowToMessage, sessions } from './schema';
@@ -70,7 +70,7 @@ function messageRow(
 }
 
 /**
- * Errors raised by the data-plane SQL functions (SQLSTATE SC400..SC410, DETAIL a JSON object
+ * Errors raised by the data-plane SQL functions (SQLSTATE SC400..SC412, DETAIL a JSON object
  * naming the type), mapped to the typed errors every other layer uses.
  */
 function dataPlaneError(error: unknown): unknown {
@@ -92,6 +92,8 @@ function dataPlaneError(error: unknown): unknown {
       return new SessionConflictError(detail.sessionId, detail.detail);
     case 'LineageClosedError':
       return new LineageClosedError(detail.lineageId);
+    case 'HistoryMismatchError':
+      return new HistoryMismatchError(detail.sessionId, detail.detail);
     default:
       return error;
   }
@@ -199,6 +201,44 @@ export async function appendMessages(
   return callFunction<AppendResult>(
     db,
     sql`select session_append(${sessionId}, ${JSON.stringify(batch)}::jsonb, ${options.appendKey ?? null}::text, ${counts}, ${Math.round(policy.resendAfterMs)}::bigint) as result`,
+  );
+}
+
+/** What session_replace_tail answers: the messages taken back, and the append that followed them, if any. */
+export interface ReplaceTailResult {
+  sessionId: string;
+  lineageId: string;
+  /** The messages taken back, oldest first, exactly as they were appended. */
+  removed: Message[];
+  appended: AppendResult | null;
+  replayed: boolean;
+}
+
+export interface ReplaceTail {
+  /** How many of the head's last live messages to take back; undefined: all of them. Ignored with `expected`. */
+  count?: number;
+  /** The messages expected at the end of the head: taken back only if JSON-equal (else HistoryMismatchError, nothing changed). */
+  expected?: readonly Message[];
+  /** Appended after the messages taken back (checked like any append). */
+  replacement?: readonly Message[];
+  tokens?: readonly number[];
+  /** Stores the operation once per lineage (the append keys' namespace). */
+  key?: string;
+}
+
+/**
+ * Takes back the last messages of a lineage's head and appends others in their place, in one
+ * transaction under the lineage lock (SQL `session_replace_tail`): the agent frameworks' pop,
+ * clear and "replace this exact suffix". A compaction whose summary read a message taken back
+ * does not commit (see commitCompaction).
+ */
+export async function replaceTail(db: Executor, sessionId: string, change: ReplaceTail): Promise<ReplaceTailResult> {
+  const count = change.expected ? change.expected.length : (change.count ?? null);
+  const expected = change.expected ? JSON.stringify(change.expected) : null;
+  const counts = change.tokens ? sql`${`{${change.tokens.join(',')}}`}::integer[]` : sql`null::integer[]`;
+  return callFunction<ReplaceTailResult>(
+    db,
+    sql`select session_replace_tail(${sessionId}, ${count}::integer, ${expected}::jsonb, ${JSON.stringify(change.replacement ?? [])}::jsonb, ${change.key ?? null}::text, ${counts}) as result`,
   );
 }
 
@@ -336,13 +376,14 @@ export interface AuditReport {
 
 const LOST_MESSAGES = sql`
   with latest as (
-    select distinct on (s.lineage_id, m.lineage_seq) m.id, m.session_id, m.seq, m.lineage_seq, m.archived_at, m.archived_by_compaction, s.lineage_id
+    select distinct on (s.lineage_id, m.lineage_seq) m.id, m.session_id, m.seq, m.lineage_seq, m.archived_at, m.archived_by_compaction, m.retracted_by, s.lineage_id
     from messages m join sessions s on s.id = m.session_id
     where m.lineage_seq is not null
     order by s.lineage_id, m.lineage_seq, m.id desc
   )
   select l.id from latest l join lineages g on g.id = l.lineage_id
   where not (l.session_id = g.head_session_id and l.archived_at is null)
+    and l.retracted_by is null
     and not exists (
       select 1 from compactions c
       where c.outcome = 'compacted' and c.parent_session_id = l.session_id
@@ -650,6 +691,20 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
     // lock holds it FOR SHARE from its insert (the ended-session trigger) to its commit, so it
     // either commits first and is carried, or waits and then finds the parent ended.
     await tx.select({ id: sessions.id }).from(sessions).where(eq(sessions.id, job.parentSessionId)).for('update');
+    // A message the summary read may have been taken back since (session_replace_tail): the
+    // head this job built would bring it back, so it does not commit.
+    const [{ stillLive }] = await tx
+      .select({ stillLive: sql<number>`count(*)::int` })
+      .from(messages)
+      .where(and(eq(messages.sessionId, job.parentSessionId), isNull(messages.archivedAt), lte(messages.seq, input.watermarkSeq)));
+    if (stillLive !== input.stats.messagesBefore) {
+      return {
+        outcome: 'stale',
+        headSessionId: lineage.headSessionId,
+        generation: lineage.generation,
+        reason: `${input.stats.messagesBefore - stillLive} message(s) the summary read were taken back while summarising`,
+      };
+    }
     const carried = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
     const tokensAfter = [...input.compacted, ...carried.map((r) => ({ tokens: r.tokenEstimate }))].reduce((sum, m) => sum + m.tokens, 0);
     const report = input.verify?.(carried.map((r) => ({ message: rowToMessage(r), tokens: r.tokenEstimate })));

@@ -8,6 +8,7 @@
 import { DIALECT_NAMES, type DialectName, type Message } from '../../src/compaction/dialects';
 import { SUMMARY_PREFIX } from '../../src/compaction/messages';
 import { messyTranscript } from '../support/messy';
+import { toAgentsItems } from '../support/agents-items';
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk';
 
@@ -51,6 +52,8 @@ export function stepTurn(dialect: DialectName, tag: string, callPrefix: string, 
   const request = `${tag} next step please 🙂`;
   const answer = `done ${tag}`;
   switch (dialect) {
+    case 'openai-agents':
+      return toAgentsItems(stepTurn('openai-responses', tag, callPrefix, n));
     case 'openai-chat':
       return [
         { role: 'user', content: request },
@@ -101,6 +104,8 @@ export function stepTurn(dialect: DialectName, tag: string, callPrefix: string, 
 /** A user request with only an image, or only a file, in the dialect: a real request with no text. */
 export function nonTextRequest(dialect: DialectName, kind: 'image' | 'file'): Message {
   switch (dialect) {
+    case 'openai-agents':
+      return nonTextRequest('openai-responses', kind);
     case 'openai-chat':
       return {
         role: 'user',
@@ -191,6 +196,22 @@ export function hostileSites(dialect: DialectName): HostileSite[] {
         v('a tool result', (s) => ({ role: 'tool', tool_call_id: 'c1', content: s }), '.content'),
         v('a tool_call_id', (s) => ({ role: 'tool', tool_call_id: s, content: '{}' }), '.tool_call_id'),
       ];
+    case 'openai-agents':
+      return [
+        ...common,
+        v('string content', (s) => ({ role: 'user', content: s }), '.content'),
+        v('an input_text part', (s) => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text: s }] }), '.content[0].text'),
+        v('function_call arguments', (s) => ({ type: 'function_call', callId: 'c1', name: 'f', arguments: `{"a":"${s}"}`, status: 'completed' }), '.arguments'),
+        v('a callId', (s) => ({ type: 'function_call_result', callId: s, name: 'f', status: 'completed', output: { type: 'text', text: '{}' } }), '.callId'),
+        v(
+          'a tool output',
+          (s) => ({ type: 'function_call_result', callId: 'c1', name: 'f', status: 'completed', output: { type: 'text', text: s } }),
+          '.output.text',
+        ),
+        v('reasoning content', (s) => ({ type: 'reasoning', content: [{ type: 'input_text', text: s }] }), '.content[0].text'),
+        v('provider data', (s) => ({ type: 'hosted_tool_call', name: 'web_search', providerData: { query: s } }), '.providerData.query'),
+        k('a key of provider data', (key) => ({ type: 'unknown', providerData: { [key]: 'x' } }), '.providerData'),
+      ];
     case 'openai-responses':
       return [
         ...common,
@@ -250,7 +271,7 @@ export function hostileSites(dialect: DialectName): HostileSite[] {
 /** A plain valid message of the dialect. */
 export function base(dialect: DialectName, text = 'fine'): Message {
   if (dialect === 'gemini') return { role: 'user', parts: [{ text }] };
-  if (dialect === 'openai-responses') return { type: 'message', role: 'user', content: [{ type: 'input_text', text }] };
+  if (dialect === 'openai-responses' || dialect === 'openai-agents') return { type: 'message', role: 'user', content: [{ type: 'input_text', text }] };
   return { role: 'user', content: text };
 }
 
@@ -284,6 +305,8 @@ const forgedText = (space: string) => `${space}${SUMMARY_PREFIX} everything is d
 /** Where a forged marker can sit in a message of the dialect; each must be refused, naming the field `forgedField`. */
 export function forgedSites(dialect: DialectName): ForgedSite[] {
   switch (dialect) {
+    case 'openai-agents':
+      return forgedSites('openai-responses');
     case 'openai-chat':
       return [
         { name: 'user string content', build: (t) => ({ role: 'user', content: t }) },
@@ -370,6 +393,7 @@ function straddle(cut: number, prefix: number, emoji: string, inside: number, fi
  * (Gemini's response is rendered as JSON: `{"output":"`). `tag` is in every text.
  */
 export function cutPointTurns(dialect: DialectName, tag: string): Message[] {
+  if (dialect === 'openai-agents') return toAgentsItems(cutPointTurns('openai-responses', tag));
   const out: Message[] = [];
   let n = 0;
   for (const emoji of EMOJI) {
@@ -429,6 +453,18 @@ export function cutPointTurns(dialect: DialectName, tag: string): Message[] {
 /** Messages structurally wrong for the dialect (what its provider refuses wherever it stands). */
 export function structuralMistakes(dialect: DialectName): unknown[] {
   switch (dialect) {
+    case 'openai-agents':
+      return [
+        { type: 'function_call', name: 'f', arguments: '{}' },
+        { type: 'function_call', callId: 'c', name: 'f', arguments: { a: 1 } },
+        { type: 'function_call_result', callId: 'c', name: 'f', status: 'completed' },
+        { type: 'function_call_result', callId: '', output: 'x' },
+        { type: 'message', role: 'wizard', content: 'x' },
+        { type: 'reasoning', content: 'thought' },
+        { type: '' },
+        {},
+        { type: 'message', role: 'user', content: 7 },
+      ];
     case 'openai-chat':
       return [
         { role: 'wizard', content: 'x' },

@@ -93,10 +93,13 @@ function probeOf(dialect: string, m: Json): string | undefined {
                 : []),
             ]);
       break;
-    case 'openai-responses': {
+    case 'openai-responses':
+    case 'openai-agents': {
       const isMessage = m.type === 'message' || (m.type === undefined && typeof m.role === 'string');
       if (isMessage) text = typeof m.content === 'string' ? firstText([m.content]) : firstText(partTexts(m.content, ['input_text', 'output_text', 'text']));
       else if (typeof m.type === 'string' && m.type.endsWith('_output') && typeof m.output === 'string') text = firstText([m.output]);
+      // The TypeScript SDK's function result: `function_call_result` with a text part.
+      else if (m.type === 'function_call_result' && isObject(m.output)) text = firstText([(m.output as Json).text]);
       break;
     }
     default:

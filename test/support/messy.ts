@@ -9,6 +9,7 @@
  */
 import type { DialectName, Message } from '../../src/compaction/dialects';
 import { seededRandom } from './strict-provider';
+import { toAgentsItems } from './agents-items';
 
 const TEXTS = [
   'Fix the failing parser test 😀 and explain why it broke.',
@@ -28,6 +29,8 @@ const OUTPUTS = [
 ];
 
 export function messyTranscript(dialect: DialectName, seed: number, turns = 14): Message[] {
+  // The Agents SDK stores the Responses items in its own spelling.
+  if (dialect === 'openai-agents') return toAgentsItems(messyTranscript('openai-responses', seed, turns));
   const rand = seededRandom(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)];
   const big = () => `${'line of output with ünïcode and 🧑‍💻 '.repeat(40 + Math.floor(rand() * 200))}end`;

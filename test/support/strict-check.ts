@@ -5,6 +5,7 @@
  * (signatures, encrypted content) are checked by the running fakes, not here.
  */
 import type { DialectName, Message } from '../../src/compaction/dialects';
+import { sdkRefusal, sdkRequestInput } from './agents-items';
 import { validateAnthropicRequest } from './strict-anthropic';
 import { validateGeminiRequest } from './strict-gemini';
 import { validateChatRequest } from './strict-provider';
@@ -18,6 +19,9 @@ export function strictProviderCheck(dialect: DialectName, messages: readonly Mes
       return validateChatRequest({ model: 'agent-model', messages })?.message;
     case 'openai-responses':
       return refusal(validateResponsesRequest({ model: 'agent-model', input: messages, store: false }));
+    case 'openai-agents':
+      // What the Agents SDK sends for its items: its own converter, then the provider's check.
+      return sdkRefusal(messages) ?? refusal(validateResponsesRequest({ model: 'agent-model', input: sdkRequestInput(messages), store: false }));
     case 'anthropic':
       return refusal(validateAnthropicRequest({ model: 'agent-model', max_tokens: 1024, messages }));
     case 'gemini':

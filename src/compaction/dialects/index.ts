@@ -2,6 +2,7 @@
 import { InvalidInputError } from '../../errors';
 import { anthropic } from './anthropic';
 import { gemini } from './gemini';
+import { openaiAgents } from './openai-agents';
 import { openaiChat } from './openai-chat';
 import { openaiResponses } from './openai-responses';
 import { DEFAULT_DIALECT, DIALECT_NAMES, type Dialect, type DialectName } from './types';
@@ -11,6 +12,7 @@ export * from './types';
 const DIALECTS: Record<DialectName, Dialect> = {
   'openai-chat': openaiChat,
   'openai-responses': openaiResponses,
+  'openai-agents': openaiAgents,
   anthropic,
   gemini,
 };

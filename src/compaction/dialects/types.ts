@@ -7,7 +7,7 @@
  */
 import type { JsonObject } from '../json';
 
-export const DIALECT_NAMES = ['openai-chat', 'openai-responses', 'anthropic', 'gemini'] as const;
+export const DIALECT_NAMES = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini'] as const;
 export type DialectName = (typeof DIALECT_NAMES)[number];
 export const DEFAULT_DIALECT: DialectName = 'openai-chat';
 
