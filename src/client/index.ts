@@ -5,6 +5,7 @@ export {
   type CreateSessionOptions,
   type SessionsClientOptions,
 } from './sessions-client';
+export { CompactingSession, type CompactingSessionOptions } from './agents-session';
 export * from '../errors';
 export type { ChatMessage, ContentPart, MessageRole, OtherContentPart, TextContentPart } from '../compaction/messages';
 export type { CompactResult, CompactionOutcome, CompactionMode, LineageState, QueuedRequestView } from '../workflows/contract';

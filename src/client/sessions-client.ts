@@ -21,6 +21,7 @@ import { type CompactionProgress, progressFromPendingActivity } from './progress
 import { clientTracingInterceptors, installTracingFromConfig } from '../tracing';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
 import { checkText, codePointLength } from '../compaction/text';
+import { isJsonObject } from '../compaction/json';
 import { encryptedDataConverter } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
 import { clientConnectionOptions } from '../temporal-connection';
@@ -357,7 +358,55 @@ export class SessionsClient {
       );
     // With a key, a batch whose answer was lost to a connection error is sent again: the key
     // makes the resend store nothing twice. Without one, a resend could, so it is not made.
-    const { autoCompactionRequestId: requestId, ...appended } = appendKey ? await readWithRetry(send) : await send();
+    return this.requestAutoCompaction(appendKey ? await readWithRetry(send) : await send());
+  }
+
+  /**
+   * Takes back the last messages of the session's head and appends `replacement` in their
+   * place, in one transaction: what the agent frameworks' sessions call pop, clear and
+   * "replace this exact suffix". `count` of them (default 1, `'all'` for every live message
+   * of the head), or exactly `expected`: the head must end with these messages (JSON-equal),
+   * else HistoryMismatchError and nothing changes. With `key` the operation is stored once per
+   * lineage, in the namespace of append keys: sent again, it answers the first call
+   * (`replayed: true`); a key used for anything else is refused. Messages taken back stay in
+   * Postgres, archived (the audit counts them as taken back); a compaction whose summary read
+   * one of them does not commit, so none comes back.
+   */
+  async replaceTail(
+    sessionId: string,
+    options: { count?: number | 'all'; expected?: unknown; replacement?: unknown; key?: string } = {},
+  ): Promise<Omit<store.ReplaceTailResult, 'appended'> & { appended: AppendOutcome | null }> {
+    checkSessionId(sessionId);
+    const { count = 1, key } = options;
+    if (count !== 'all' && (!Number.isInteger(count) || count < 0)) throw new InvalidInputError('count', "must be a whole number, 0 or more, or 'all'");
+    if (key !== undefined && (typeof key !== 'string' || key.length === 0 || codePointLength(key) > 200)) {
+      throw new InvalidInputError('key', 'must be a string of 1 to 200 characters');
+    }
+    if (key !== undefined) checkText(key, 'key');
+    const { expected } = options;
+    if (expected !== undefined && (!Array.isArray(expected) || !expected.every(isJsonObject)))
+      throw new InvalidInputError('expected', 'must be an array of messages');
+    const { counter, dialect } = await this.lineageFormat(sessionId);
+    const replacement =
+      options.replacement === undefined || (Array.isArray(options.replacement) && options.replacement.length === 0)
+        ? []
+        : parseMessages(options.replacement, this.messageLimits, dialect);
+    const send = () =>
+      store.replaceTail(this.database.db, sessionId, {
+        count: count === 'all' ? undefined : count,
+        expected: expected as Message[] | undefined,
+        replacement,
+        tokens: replacement.map((m) => counter.count(m)),
+        key,
+      });
+    const result = key ? await readWithRetry(send) : await send();
+    if (!result.appended || result.replayed) return { ...result, appended: result.appended && { ...result.appended, replayed: result.replayed } };
+    return { ...result, appended: await this.requestAutoCompaction(result.appended) };
+  }
+
+  /** Sends the automatic compaction request an append's answer carries, if any (bounded; the append stands either way). */
+  private async requestAutoCompaction(answer: store.AppendResult): Promise<AppendOutcome> {
+    const { autoCompactionRequestId: requestId, ...appended } = answer;
     // A replayed keyed append already sent its request (or released it when that failed).
     if (!requestId || (appended as { replayed?: boolean }).replayed) return appended;
     try {
