@@ -175,6 +175,8 @@ export interface Config {
   llm: LlmConfig;
   compaction: CompactionConfig;
   autoCompaction: AutoCompactionPolicy;
+  /** Where retention exports the messages it prunes (JSON lines) before deleting them; none: not exported. */
+  retentionExportDir?: string;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -188,6 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     codecEnableEncode: env.CODEC_ENABLE_ENCODE === 'true',
     codecMaxBodyBytes: intFrom(env, 'CODEC_MAX_BODY_BYTES', 4 * 1024 * 1024),
     payloadEncryptionKeys: env.PAYLOAD_ENCRYPTION_KEYS || undefined,
+    retentionExportDir: env.RETENTION_EXPORT_DIR || undefined,
     codecServerPort: intFrom(env, 'CODEC_SERVER_PORT', 8888),
     codecCorsOrigins: (env.CODEC_CORS_ORIGINS || 'http://127.0.0.1:8233,http://localhost:8233').split(',').map((o) => o.trim()),
     temporal: {

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
+import { createRetentionActivities } from './activities/retention';
 import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
 import { encryptedDataConverter } from './codec/aes-gcm-codec';
@@ -55,7 +56,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
   const summariser = tracing ? tracedSummariser(untraced) : untraced;
   say(`summariser: ${summariser.description}`);
 
-  const activities = createCompactionActivities({
+  const compactionActivities = createCompactionActivities({
     db: database.db,
     summariser,
     plan: { tailTokenBudget: config.compaction.tailTokenBudget, headGroups: config.compaction.headGroups, minTailGroups: config.compaction.minTailGroups },
@@ -64,6 +65,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,
   });
+  const activities = { ...compactionActivities, ...createRetentionActivities({ db: database.db, exportDir: config.retentionExportDir }) };
   const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
   if (encrypted) say('payloads and failure messages in Temporal history are encrypted (AES-256-GCM)');
   const tracingPlugin = tracing ? workerTracingPlugin() : undefined;

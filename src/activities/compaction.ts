@@ -29,6 +29,7 @@ import {
   recordJoinedRequests as recordJoinedRequestsInStore,
   sessionMessages,
 } from '../db/session-store';
+import { SessionNotFoundError } from '../errors';
 import { withSpan } from '../tracing';
 import type { CompactionMode, CompactionOutcome, CompactResult } from '../workflows/contract';
 import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
@@ -330,8 +331,14 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
   }
 
   /** Whether the lineage was closed in Postgres (a new workflow run checks first). */
+  /** Closed, or erased (no row left: a run started for an erased lineage ends at once). */
   async function isLineageClosed(lineageId: string): Promise<boolean> {
-    return (await lineageOf(deps.db, lineageId)).closed;
+    try {
+      return (await lineageOf(deps.db, lineageId)).closed;
+    } catch (error) {
+      if (error instanceof SessionNotFoundError) return true;
+      throw error;
+    }
   }
 
   /** Marks the lineage closed in Postgres once the workflow has drained its queue. */

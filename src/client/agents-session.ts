@@ -11,8 +11,10 @@
  * compacted head, ready for the provider. What the SDK asks of a session maps onto the
  * service's data plane, each step one transaction under the lineage lock:
  * - `addItems`: an append;
- * - `popItem`, `clearSession`: the head's last message, or all of them, taken back (they stay
- *   in Postgres, archived; the lineage is the same lineage afterwards);
+ * - `popItem`: the head's last message taken back (it stays in Postgres, archived);
+ * - `clearSession`: the lineage erased (every row, every workflow run: deleteLineage) and
+ *   created again under the same id, empty, as the SDK's reference session forgets its items
+ *   and its operation ids;
  * - `applyHistoryTransaction`: `append_items` is an append keyed by the operation id (sent
  *   again, it is stored once); `replace_suffix` takes back exactly `expectedSuffix` and
  *   appends `replacement`, or fails with HistoryMismatchError and changes nothing; an
@@ -33,7 +35,7 @@ import type {
   SessionHistoryTransactionArgs,
   SessionHistoryTransactionAwareSession,
 } from '@openai/agents-core';
-import { InvalidInputError } from '../errors';
+import { InvalidInputError, SessionNotFoundError } from '../errors';
 import type { CreateSessionOptions, SessionsClient } from './sessions-client';
 
 /** How the lineage is created when it does not exist yet (the dialect is always `openai-agents`). */
@@ -47,12 +49,13 @@ export class CompactingSession implements SessionHistoryTransactionAwareSession,
     private readonly client: SessionsClient,
     /** The lineage's root session id: every session id of a lineage reaches its head. */
     private readonly sessionId: string,
+    private readonly options: CompactingSessionOptions,
   ) {}
 
   /** The session over lineage `sessionId`, created (idempotently) in the `openai-agents` dialect when it does not exist. */
   static async open(client: SessionsClient, sessionId: string, options: CompactingSessionOptions = {}): Promise<CompactingSession> {
     await client.createSession({ ...options, sessionId, dialect: 'openai-agents' });
-    return new CompactingSession(client, sessionId);
+    return new CompactingSession(client, sessionId, options);
   }
 
   getSessionId(): Promise<string> {
@@ -77,8 +80,13 @@ export class CompactingSession implements SessionHistoryTransactionAwareSession,
     return removed[0] as unknown as AgentInputItem | undefined;
   }
 
+  /** Forgets the conversation: the lineage erased, then created again, empty, with the same settings. */
   async clearSession(): Promise<void> {
-    await this.client.replaceTail(this.sessionId, { count: 'all' });
+    await this.client.deleteLineage(this.sessionId).catch((error: unknown) => {
+      // Already erased (by another process, or a clear that stopped before creating again).
+      if (!(error instanceof SessionNotFoundError)) throw error;
+    });
+    await this.client.createSession({ ...this.options, sessionId: this.sessionId, dialect: 'openai-agents' });
   }
 
   async applyHistoryTransaction({ operationId, transaction }: SessionHistoryTransactionArgs): Promise<void> {

@@ -26,6 +26,9 @@ commands:
   lineage <sessionId>                            root to head
   state <sessionId>                              the workflow's state query
   close <sessionId> [--timeout SECONDS]          finish the queue, close the lineage
+  delete <sessionId> --yes                       erase the lineage: every row in Postgres, every run of its workflow in Temporal
+  retention run|schedule|off [--ended-days D] [--archived-days D] [--audit-days D] [--key-days D] [--batch N] [--every 24h]
+                                                 prune old rows now, on a Temporal Schedule, or stop the schedule (README, "Your data")
   list [--source S] [--search T] [--status live|closed] [--outcome O] [--after ID] [--limit N]
                                                  lineages, a page at a time
   history <sessionId>                            each compaction of the lineage: outcome, reason, tokens, attempts, duration
@@ -37,7 +40,22 @@ commands:
 numbers are plain decimal whole numbers from 1 to 2147483647 (--timeout: whole seconds)
 every command takes --json`;
 
-const COMMANDS = ['create', 'append', 'compact', 'transcript', 'lineage', 'state', 'close', 'list', 'history', 'audit', 'doctor', 'help'];
+const COMMANDS = [
+  'create',
+  'append',
+  'compact',
+  'transcript',
+  'lineage',
+  'state',
+  'close',
+  'delete',
+  'retention',
+  'list',
+  'history',
+  'audit',
+  'doctor',
+  'help',
+];
 
 const OPTIONS = {
   json: { type: 'boolean' },
@@ -61,6 +79,13 @@ const OPTIONS = {
   outcome: { type: 'string' },
   after: { type: 'string' },
   limit: { type: 'string' },
+  yes: { type: 'boolean' },
+  'ended-days': { type: 'string' },
+  'archived-days': { type: 'string' },
+  'audit-days': { type: 'string' },
+  'key-days': { type: 'string' },
+  batch: { type: 'string' },
+  every: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -69,6 +94,12 @@ class UsageError extends Error {}
 /** `--timeout SECONDS` as milliseconds; absent: the configured default. */
 function timeoutOf(values: Record<string, string | boolean | undefined>): number | undefined {
   return values.timeout === undefined ? undefined : parseTimeoutSeconds(values.timeout);
+}
+
+/** The retention policy of the --*-days flags (whole days, 0 or more). */
+function retentionPolicyOf(values: Record<string, string | boolean | undefined>) {
+  const days = (flag: string) => (values[flag] === undefined ? undefined : parseWholeNumber(values[flag], `--${flag}`, { min: 0 }));
+  return { endedSessionDays: days('ended-days'), archivedDays: days('archived-days'), auditDays: days('audit-days'), appendKeyDays: days('key-days') };
 }
 
 /** A numeric flag, strictly (numbers.ts); absent: undefined. */
@@ -245,6 +276,41 @@ async function run(
     case 'close': {
       await client.closeSession(sessionId(), { timeoutMs: timeoutOf(values) });
       return print({ closed: sessionId() }, () => `closed the lineage of ${sessionId()}`);
+    }
+    case 'delete': {
+      if (values.yes !== true) throw new UsageError(`delete erases every row of the lineage of ${sessionId()} and its workflow runs, for good: add --yes`);
+      const erased = await client.deleteLineage(sessionId(), { timeoutMs: timeoutOf(values) });
+      return print(
+        erased,
+        () =>
+          `erased lineage ${erased.lineageId}: ${erased.sessions} session(s), ${erased.messages} message row(s), ${erased.compactions} audit row(s), ` +
+          `${erased.appendKeys} append key(s), ${erased.workflowRuns} workflow run(s)`,
+      );
+    }
+    case 'retention': {
+      const action = positionals[0];
+      const batch = wholeNumberOf(values, 'batch');
+      if (action === 'off') {
+        const stopped = await client.unscheduleRetention();
+        return print({ unscheduled: stopped }, () => (stopped ? 'retention is no longer scheduled' : 'retention was not scheduled'));
+      }
+      if (action === 'run') {
+        const totals = await client.runRetention(retentionPolicyOf(values), { batch });
+        return print(totals, () =>
+          Object.entries(totals)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join('\n'),
+        );
+      }
+      if (action === 'schedule') {
+        if (typeof values.every !== 'string') throw new UsageError('retention schedule needs --every, e.g. --every 24h');
+        const scheduled = await client.scheduleRetention(retentionPolicyOf(values), { batch, every: values.every });
+        return print(
+          scheduled,
+          () => `retention ${scheduled.created ? 'scheduled' : 'rescheduled'} every ${String(values.every)} (schedule ${scheduled.scheduleId})`,
+        );
+      }
+      throw new UsageError('retention needs run, schedule or off');
     }
     case 'list': {
       const limit = wholeNumberOf(values, 'limit');

@@ -10,7 +10,9 @@ import {
   defaultGrpcRetryOptions,
   type GrpcRetryOptions,
   makeGrpcRetryInterceptor,
+  isGrpcServiceError,
   WithStartWorkflowOperation,
+  WorkflowNotFoundError,
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -29,6 +31,9 @@ import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
 import { LineagePoller } from './answer-poller';
+import * as retention from './retention';
+import type { RetentionOptions } from './retention';
+import type { RetentionPolicy, RetentionTotals } from '../workflows/retention';
 import { BackgroundCompactionRejectedError, CallTimeoutError, InvalidInputError, LineageClosedError } from '../errors';
 import {
   checkCompactRequest,
@@ -55,6 +60,7 @@ import { type Dialect, dialectOf, type DialectName, type Message } from '../comp
 import { contextWindowOf, type TokenCounter, tokenCounterFor, type TokenizerName, tokenizerFor } from '../compaction/token-counter';
 
 const GRPC_RESOURCE_EXHAUSTED = 8;
+const GRPC_NOT_FOUND = 5;
 
 export interface SessionsClientOptions {
   config?: Config;
@@ -637,6 +643,71 @@ export class SessionsClient {
       await this.temporal.workflow.signalWithStart('sessionLineageWorkflow', { ...this.startOptions(lineage), signal: closeSignal, signalArgs: [] });
       await handle.result();
     });
+  }
+
+  /**
+   * Erases the session's lineage: every row of it in Postgres (sessions, messages, audit
+   * rows, append keys, pruned ranges) and every run of its workflow in Temporal. The lineage
+   * is closed first, so a request racing the erase gets LineageClosedError (or, once the rows
+   * are gone, SessionNotFoundError), never a half-erased lineage; then its workflow is
+   * terminated and its runs deleted; then its rows go, in one transaction. An erase that
+   * failed midway leaves a closed lineage: call it again. Afterwards the same id can be
+   * created again, as a new and empty lineage.
+   */
+  async deleteLineage(sessionId: string, options: WaitOptions = {}): Promise<store.ErasedRows & { workflowRuns: number }> {
+    checkSessionId(sessionId);
+    const deadline = this.deadlineOf(options.timeoutMs);
+    const lineage = await readWithRetry(() => store.lineageOf(this.database.db, sessionId));
+    await store.closeLineage(this.database.db, lineage.lineageId);
+    const workflowRuns = await this.withDeadline(deadline, options.signal, undefined, () => this.deleteWorkflowRuns(lineageWorkflowId(lineage.lineageId)));
+    const erased = await store.eraseLineageRows(this.database.db, lineage.lineageId);
+    // The id may come back as another lineage (another dialect or model).
+    this.formats.clear();
+    return { ...erased, workflowRuns };
+  }
+
+  /** Runs retention once, now (src/client/retention.ts), and answers what it pruned. */
+  runRetention(policy: RetentionPolicy, options: RetentionOptions = {}): Promise<RetentionTotals> {
+    return retention.runRetention(this.temporal, this.config.temporal.taskQueue, policy, options);
+  }
+
+  /** Has Temporal run retention every `every` ('24h'): a Temporal Schedule, created or updated. */
+  scheduleRetention(policy: RetentionPolicy, options: RetentionOptions & { every: string }) {
+    return retention.scheduleRetention(this.temporal, this.config.temporal.taskQueue, policy, options);
+  }
+
+  /** Stops scheduled retention (false when none was scheduled). */
+  unscheduleRetention(): Promise<boolean> {
+    return retention.unscheduleRetention(this.temporal);
+  }
+
+  /** Terminates a lineage's workflow and deletes each of its runs from Temporal; answers how many runs were deleted. */
+  private async deleteWorkflowRuns(workflowId: string): Promise<number> {
+    const notFound = (error: unknown) =>
+      // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-comparison -- grpc-js's Status enum is not our dependency; 5 is NOT_FOUND
+      error instanceof WorkflowNotFoundError || (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND);
+    await this.temporal.workflow
+      .getHandle(workflowId)
+      .terminate('session lineage erased')
+      .catch((error: unknown) => {
+        if (!notFound(error)) throw error;
+      });
+    const runs = new Set<string>();
+    for await (const run of this.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.add(run.runId);
+    const { namespace } = this.config.temporal;
+    const remove = (runId?: string) =>
+      this.temporal.workflowService.deleteWorkflowExecution({ namespace, workflowExecution: { workflowId, ...(runId ? { runId } : {}) } }).then(
+        () => true,
+        (error: unknown) => {
+          if (notFound(error)) return false;
+          throw error;
+        },
+      );
+    let deleted = 0;
+    for (const runId of runs) if (await remove(runId)) deleted++;
+    // Visibility lags: a run the list does not show yet is the latest one.
+    if (runs.size === 0 && (await remove())) deleted++;
+    return deleted;
   }
 
   /**

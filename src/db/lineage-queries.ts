@@ -12,7 +12,7 @@ import { dialectOf, type DialectName, type Message } from '../compaction/dialect
 import { canonicalJson } from '../compaction/json';
 import { CompactionNotFoundError, InvalidInputError, SessionNotFoundError } from '../errors';
 import type { Database } from './database';
-import { type AuditReport } from './session-store';
+import { audit, type AuditReport } from './session-store';
 
 const LIST_PAGE_MAX = 200;
 export const LINEAGE_STATUSES = ['live', 'closed'] as const;
@@ -322,70 +322,8 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
   return { compaction, dialect: dialect.name, parent, result, summary: summaryRow ? dialect.textOf(summaryRow.message) : null, summarised };
 }
 
-/**
- * The audit of one lineage: the same checks as the whole-database audit (session-store's
- * `audit`), restricted to the lineage's sessions.
- */
+/** The audit of one lineage, reached from any of its session ids: session-store's `audit`, restricted to it. */
 export async function auditLineage(db: Database, sessionOrLineageId: string): Promise<AuditReport & { lineageId: string }> {
   const lineageId = await lineageIdOf(db, sessionOrLineageId);
-  const rows = async (query: SQL) => (await db.execute(query)).rows as Array<Record<string, unknown>>;
-  const count = async (query: SQL) => Number((await rows(query))[0].n);
-  const forkedParents = (
-    await rows(
-      sql`select parent_session_id as id from sessions where lineage_id = ${lineageId} and parent_session_id is not null group by 1 having count(*) > 1`,
-    )
-  ).map((r) => String(r.id));
-  const orphanSessions = (
-    await rows(
-      sql`select s.id from sessions s join lineages l on l.id = s.lineage_id where l.id = ${lineageId} and s.ended_at is null and s.id <> l.head_session_id`,
-    )
-  ).map((r) => String(r.id));
-  const lostMessageIds = (
-    await rows(sql`
-      with latest as (
-        select distinct on (m.lineage_seq) m.id, m.session_id, m.seq, m.archived_at, m.archived_by_compaction, m.retracted_by
-        from messages m join sessions s on s.id = m.session_id
-        where s.lineage_id = ${lineageId} and m.lineage_seq is not null
-        order by m.lineage_seq, m.id desc
-      )
-      select l.id from latest l, lineages g
-      where g.id = ${lineageId}
-        and not (l.session_id = g.head_session_id and l.archived_at is null)
-        and l.retracted_by is null
-        and not exists (
-          select 1 from compactions c
-          where c.outcome = 'compacted' and c.parent_session_id = l.session_id and l.seq <= c.watermark_seq
-            and (c.child_session_id <> c.parent_session_id or l.archived_by_compaction = c.id)
-        )
-      order by l.id`)
-  ).map((r) => Number(r.id));
-  return {
-    lineageId,
-    sessions: await count(sql`select count(*) as n from sessions where lineage_id = ${lineageId}`),
-    lineages: 1,
-    compactions: await count(sql`select count(*) as n from compactions where lineage_id = ${lineageId} and outcome = 'compacted'`),
-    forks: forkedParents.length,
-    orphans: orphanSessions.length,
-    writesAfterEnd: await count(
-      sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.lineage_id = ${lineageId} and s.ended_at is not null and m.created_at > s.ended_at`,
-    ),
-    lostMessages: lostMessageIds.length,
-    duplicatedMessages: await count(sql`
-      select coalesce(sum(n - 1), 0) as n from (
-        select count(*) as n from messages m join sessions s on s.id = m.session_id
-        where s.lineage_id = ${lineageId} and m.lineage_seq is not null and m.archived_at is null group by m.session_id, m.lineage_seq having count(*) > 1
-      ) d`),
-    sequenceGaps: await count(sql`
-      select g.appended_count - (
-        select count(distinct m.lineage_seq) from messages m join sessions s on s.id = m.session_id where s.lineage_id = g.id and m.lineage_seq is not null
-      ) as n from lineages g where g.id = ${lineageId}`),
-    duplicatedByKey: await count(sql`
-      select coalesce(sum(greatest(0, stored.n - (k.result->>'count')::int)), 0) as n from append_keys k
-      join (
-        select m.append_key, count(*) as n from messages m join sessions s on s.id = m.session_id
-        where s.lineage_id = ${lineageId} and m.append_key is not null and m.written_by_compaction is null group by 1
-      ) stored on stored.append_key = k.append_key
-      where k.lineage_id = ${lineageId}`),
-    details: { forkedParents, orphanSessions, lostMessageIds },
-  };
+  return { lineageId, ...(await audit(db, lineageId)) };
 }

@@ -189,6 +189,26 @@ export const appendKeys = pgTable(
   (t) => [primaryKey({ columns: [t.lineageId, t.appendKey] })],
 );
 
+/**
+ * Appended messages a retention run deleted with no other copy left in their lineage, as
+ * ranges of lineage sequence numbers (migrations/0012_erase_and_retention.sql): the audit
+ * counts them as pruned, not lost.
+ */
+export const prunedMessages = pgTable(
+  'pruned_messages',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    lineageId: text('lineage_id')
+      .notNull()
+      .references(() => lineages.id),
+    fromSeq: integer('from_seq').notNull(),
+    toSeq: integer('to_seq').notNull(),
+    rows: integer('rows').notNull(),
+    prunedAt: timestamp('pruned_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [check('pruned_messages_range', sql`${t.fromSeq} <= ${t.toSeq}`), index('pruned_messages_lineage').on(t.lineageId)],
+);
+
 export type MessageRow = typeof messages.$inferSelect;
 
 /** The message a row holds, exactly as it was appended. */

@@ -1,1 +1,2 @@
 export { sessionLineageWorkflow } from './session-lineage';
+export { retentionWorkflow } from './retention';

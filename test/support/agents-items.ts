@@ -15,7 +15,7 @@ import type { Message } from '../../src/compaction/dialects';
 const RENAMED: Record<string, string> = { function_call_output: 'function_call_result', computer_call_output: 'computer_call_result' };
 
 /** One Responses item in the SDK's spelling; `names` maps call ids to their function names (a result names its function). */
-export function toAgentsItem(m: Message, names: ReadonlyMap<string, string> = new Map()): Message {
+function toAgentsItem(m: Message, names: ReadonlyMap<string, string> = new Map()): Message {
   const type = typeof m.type === 'string' ? m.type : undefined;
   // The SDK's instructions are system messages: it has no developer role.
   if (type === undefined || type === 'message') return m.role === 'developer' ? { ...m, role: 'system' } : m;
