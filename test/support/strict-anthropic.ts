@@ -29,7 +29,11 @@
  *   script): answered from a seeded script with, when the request has thinking on, a thinking
  *   block with a signature (always at the start of a tool loop, on half the later replies of
  *   one, as interleaved thinking does), then one or several `tool_use` blocks (`toolu_…` ids,
- *   sometimes with 5-20 KB of input) or a text answer.
+ *   sometimes with 5-20 KB of input) or a text answer. A request that offers client tools
+ *   (`tools` with names) is answered, like Anthropic, with calls of those tools only: the
+ *   script's call n uses the n-th offered tool (round robin), its input built from the tool's
+ *   `input_schema` (each required string property `src/module-<n>.ts`); without `tools` the
+ *   script's own tool names and inputs are used.
  *
  * `url` is the Anthropic SDK's `baseURL` (no /v1: the SDK adds /v1/messages).
  */
@@ -317,6 +321,26 @@ const USAGE = {
   speed: null,
 };
 
+/** A client tool a request offers (`tools`): server tools (with a `type` other than `custom`) are not called by the script. */
+interface OfferedTool {
+  name: string;
+  input_schema?: { properties?: Record<string, { type?: unknown } | undefined>; required?: unknown };
+}
+
+function offeredTools(tools: unknown): OfferedTool[] {
+  if (!Array.isArray(tools)) return [];
+  return (tools as (Record<string, unknown> | null)[]).filter(
+    (t): t is Record<string, unknown> & OfferedTool => !!t && typeof t.name === 'string' && (t.type === undefined || t.type === 'custom'),
+  );
+}
+
+/** An input that fits the tool's schema: each required property set (a string one to `src/module-<n>.ts`). */
+function inputFor(tool: OfferedTool, n: number): Record<string, unknown> {
+  const required = Array.isArray(tool.input_schema?.required) ? (tool.input_schema.required as unknown[]).filter((k) => typeof k === 'string') : [];
+  const value = (type: unknown) => (type === 'number' || type === 'integer' ? n : type === 'boolean' ? false : `src/module-${n}.ts`);
+  return Object.fromEntries(required.map((key) => [key, value(tool.input_schema?.properties?.[key]?.type)]));
+}
+
 export async function startStrictAnthropic(options: StrictFakeOptions = {}): Promise<StrictAnthropicProvider> {
   const agentModel = options.agentModel ?? 'agent-model';
   const largeArgumentsChance = options.largeArgumentsChance ?? 0.15;
@@ -327,7 +351,7 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
   const scriptOf = agentScripts(options.seed ?? 1, agentModel);
   let messageCounter = 0;
 
-  function agentContent(model: string, messages: { role: string; content: unknown }[], thinkingOn: boolean): AnthropicAgentReply {
+  function agentContent(model: string, messages: { role: string; content: unknown }[], thinkingOn: boolean, tools: OfferedTool[]): AnthropicAgentReply {
     const script = scriptOf(model);
     const last = messages.at(-1);
     const lastHasResults = Array.isArray(last?.content) && (last.content as Block[]).some((block) => block.type === 'tool_result');
@@ -345,7 +369,9 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
       return { kind: 'answer', content };
     }
     for (const c of step.calls) {
-      content.push({ type: 'tool_use', id: `toolu_${script.tag}_${c.n}`, name: c.name, input: c.args, caller: { type: 'direct' } });
+      const tool = tools.length > 0 ? tools[c.n % tools.length] : undefined;
+      const [name, input] = tool ? [tool.name, inputFor(tool, c.n)] : [c.name, c.args];
+      content.push({ type: 'tool_use', id: `toolu_${script.tag}_${c.n}`, name, input, caller: { type: 'direct' } });
     }
     return { kind: 'tool_use', content };
   }
@@ -355,7 +381,8 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
       sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'Not found' } });
       return;
     }
-    const body = req.body as { model?: unknown; messages?: unknown; system?: unknown; stream?: unknown; thinking?: { type?: unknown } } | undefined;
+    const body = req.body as
+      { model?: unknown; messages?: unknown; system?: unknown; stream?: unknown; thinking?: { type?: unknown }; tools?: unknown } | undefined;
     const model = String(body?.model);
     const summariser =
       (options.summariserModel !== undefined && model === options.summariserModel) || !!systemText(body?.system)?.startsWith(SUMMARISER_PREFIX);
@@ -376,7 +403,7 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
     let reply: AnthropicAgentReply;
     if (caller === 'agent') {
       const thinkingOn = body?.thinking?.type === 'enabled' || body?.thinking?.type === 'adaptive';
-      reply = agentContent(model, messages, thinkingOn);
+      reply = agentContent(model, messages, thinkingOn, offeredTools(body?.tools));
       agentReplies.push(reply);
     } else {
       const chars = JSON.stringify(messages).length;
