@@ -94,7 +94,7 @@ describe('the transaction semantics of the SDK reference session', () => {
     expect([audit.forks, audit.lostMessages, audit.duplicatedMessages, audit.sequenceGaps]).toEqual([0, 0, 0, 0]);
   });
 
-  it('popItem takes back the last item and returns it; clearSession empties the head; getItems(limit) reads the end', async () => {
+  it('popItem takes back the last item and returns it; clearSession forgets items and operation ids; getItems(limit) reads the end', async () => {
     const id = uniqueId('agents-pop');
     const session = await CompactingSession.open(stack().client, id);
     await session.addItems([user('one'), user('two'), user('three')]);
@@ -102,10 +102,12 @@ describe('the transaction semantics of the SDK reference session', () => {
     expect(await session.getItems(0)).toEqual([]);
     expect(await session.popItem()).toEqual(user('three'));
     expect(await session.getItems()).toEqual([user('one'), user('two')]);
+    await session.applyHistoryTransaction({ operationId: 'c-1', transaction: { type: 'append_items', items: [user('keyed')] } });
     await session.clearSession();
     expect(await session.getItems()).toEqual([]);
     expect(await session.popItem()).toBeUndefined();
-    await session.addItems([user('again')]);
+    // Cleared, the session forgets its operation ids too (as the SDK's reference session does).
+    await session.applyHistoryTransaction({ operationId: 'c-1', transaction: { type: 'append_items', items: [user('again')] } });
     expect(await session.getItems()).toEqual([user('again')]);
     const lineage = await stack().client.lineage(id);
     expect(lineage.sessions).toHaveLength(1);

@@ -226,6 +226,25 @@ describe('per-lineage commands', () => {
     expect(await stack().client.auditLineage(a)).toMatchObject({ duplicatedMessages: 1 });
     expect(await stack().client.auditLineage(b)).toMatchObject({ duplicatedMessages: 0, lostMessages: 0, sequenceGaps: 0 });
   });
+  it('the per-lineage audit catches a lost copy of a message a compaction kept verbatim, as the whole-database one does', async () => {
+    const id = uniqueId('audkept');
+    await stack().client.createSession({ sessionId: id });
+    await stack().client.append(id, conversation(8));
+    const { sessionId: child, outcome } = await stack().client.compact(id, { force: true });
+    expect(outcome).toBe('compacted');
+    const { sql } = await import('drizzle-orm');
+    // Fault: the child's copy of a kept message (one the summary did not cover) vanishes.
+    const removed = await stack().db.db.execute(sql`
+      delete from messages where id = (
+        select m.id from messages m join compactions c on c.child_session_id = m.session_id and c.outcome = 'compacted'
+        where m.session_id = ${child} and m.lineage_seq is not null and m.lineage_seq not between c.summarised_from_seq and c.summarised_to_seq
+        order by m.seq desc limit 1)
+      returning id`);
+    expect(removed.rows).toHaveLength(1);
+    // The parent still holds the original, at or below the watermark: covered by the watermark, not by the summarised range.
+    expect((await stack().client.auditLineage(id)).lostMessages).toBe(1);
+    expect((await stack().client.audit()).details.lostMessageIds).toHaveLength(1);
+  });
 });
 
 describe('operator surfaces are safe by default', () => {
