@@ -23,7 +23,7 @@ import { writeRankFiles } from './python-token-ranks';
 async function main(): Promise<number> {
   const python = path.join(PROJECT_ROOT, '.venv/bin/python');
   if (!existsSync(python)) {
-    console.error('no .venv: create it with `python3 -m venv .venv && .venv/bin/pip install -e "clients/python[test]"` (.ci/run does)');
+    console.error('no .venv: create it with `python3 -m venv .venv && .venv/bin/pip install -e "clients/python[test,agents]"` (.ci/run does)');
     return 2;
   }
   // The Python client counts tokens with the same BPE ranks as gpt-tokenizer (git-ignored files).

@@ -31,7 +31,7 @@ from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 from .config import Config, load_config, temporal_connect_options
 from .dialects import DIALECTS, DialectName, message_texts
 from .dialects import for_provider as for_provider_view
-from .text import check_messages, check_text
+from .text import check_json, check_messages, check_text
 from .tokens import TokenizerName, token_counts_with, tokenizer_for
 from .errors import (
     BackgroundCompactionRejectedError,
@@ -194,7 +194,7 @@ class SessionsClient:
         for the same parameters; a closed lineage is a LineageClosedError. ``compact_at_tokens``
         is the auto-compaction threshold in tokens (the TypeScript client also takes a
         percentage of a known model's window). ``dialect`` is the provider API format of the
-        lineage's messages (``openai-chat``, ``openai-responses``, ``anthropic``, ``gemini``):
+        lineage's messages (``openai-chat``, ``openai-responses``, ``openai-agents``, ``anthropic``, ``gemini``):
         they are checked, stored and returned in it."""
         check_session_id(session_id)
         if mode not in COMPACTION_MODES:
@@ -260,6 +260,77 @@ class SessionsClient:
             "select session_append(%s, %s, %s, %s::integer[], %s::bigint)",
             (session_id, Jsonb(list(messages)), append_key, counts, self.config.auto_compaction_resend_ms),
         )
+        return await self._request_auto_compaction(appended)
+
+    async def replace_tail(
+        self,
+        session_id: str,
+        count: int | Literal["all"] | None = 1,
+        expected: Sequence[Mapping[str, Any]] | None = None,
+        replacement: Sequence[Mapping[str, Any]] = (),
+        key: str | None = None,
+    ) -> dict[str, Any]:
+        """Takes back the last messages of the lineage's head and appends ``replacement`` in
+        their place, in one transaction (SQL ``session_replace_tail``): what the agent
+        frameworks' sessions call pop, clear and "replace this exact suffix". ``count`` of them
+        (default 1; ``None`` or ``"all"`` for every live message of the head), or exactly
+        ``expected`` (``count`` is then its length): the head must end with these messages,
+        JSON-equal, else HistoryMismatchError and nothing changes. With ``key`` the operation
+        is stored once per lineage, in the namespace of append keys: sent again, it answers
+        the first call (``replayed: True``); a key used for anything else is refused.
+
+        Answers ``{sessionId, lineageId, removed, appended, replayed}``: ``removed`` the bodies
+        taken back, oldest first; ``appended`` the append's answer (as ``append``, with
+        ``compactionRequestId`` when it requested a compaction) or None. Messages taken back
+        stay in Postgres, archived with ``retracted_by`` set (the audit counts them as taken
+        back, not lost); a compaction whose summary read one of them does not commit, so none
+        comes back. The replacement is checked, counted and limited exactly as ``append``."""
+        check_session_id(session_id)
+        if count == "all":
+            count = None
+        if count is not None and (not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= MAX_TOKENS):
+            raise InvalidInputError("count", "must be a whole number, 0 or more, or 'all'")
+        if key is not None:
+            if not isinstance(key, str) or not 1 <= len(key) <= 200:
+                raise InvalidInputError("key", "must be a string of 1 to 200 characters")
+            check_text(key, "key")
+        expected_list: list[Any] | None = None
+        if expected is not None:
+            if not isinstance(expected, (list, tuple)) or not all(isinstance(m, Mapping) for m in expected):
+                raise InvalidInputError("expected", "must be an array of messages")
+            expected_list = list(check_json(list(expected), "expected"))
+            if count not in (None, 1, len(expected_list)):
+                raise InvalidInputError("count", "must be the number of expected messages")
+            count = len(expected_list)
+        if not isinstance(replacement, (list, tuple)):
+            raise InvalidInputError("replacement", "must be an array of messages")
+        tokenizer, dialect = await self._format(session_id)
+        counts: list[int] | None = None
+        if replacement:
+            check_messages(replacement)
+            self._check_limits(replacement, dialect)
+            counts = token_counts_with(tokenizer, replacement, dialect)
+        result: dict[str, Any] = await self._call(
+            "select session_replace_tail(%s, %s::integer, %s::jsonb, %s::jsonb, %s::text, %s::integer[])",
+            (
+                session_id,
+                count,
+                None if expected_list is None else Jsonb(expected_list),
+                Jsonb(list(replacement)),
+                key,
+                counts,
+            ),
+        )
+        if result.get("appended") is not None:
+            if result.get("replayed"):  # a replayed operation already sent its request (or released it)
+                result["appended"].pop("autoCompactionRequestId", None)
+            else:
+                result["appended"] = await self._request_auto_compaction(result["appended"])
+        return result
+
+    async def _request_auto_compaction(self, appended: dict[str, Any]) -> dict[str, Any]:
+        """Sends the automatic compaction request an append's answer carries, if any, as the
+        ``requestCompaction`` signal; the messages are stored either way."""
         request_id = appended.pop("autoCompactionRequestId", None)
         if not request_id:
             return appended

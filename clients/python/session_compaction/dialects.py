@@ -13,8 +13,8 @@ from typing import Any, Literal, TypeGuard
 
 from .text import js_key_order
 
-DialectName = Literal["openai-chat", "openai-responses", "anthropic", "gemini"]
-DIALECTS: tuple[DialectName, ...] = ("openai-chat", "openai-responses", "anthropic", "gemini")
+DialectName = Literal["openai-chat", "openai-responses", "openai-agents", "anthropic", "gemini"]
+DIALECTS: tuple[DialectName, ...] = ("openai-chat", "openai-responses", "openai-agents", "anthropic", "gemini")
 
 _MISSING: Any = object()
 
@@ -267,6 +267,57 @@ def _responses_for_provider(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
     return out
 
 
+# ---- openai-agents ------------------------------------------------------------------------
+# The OpenAI Agents SDK's history items (src/compaction/dialects/openai-agents.ts): Responses
+# items in the SDK's spelling (TypeScript: ``callId``, ``function_call_result``, reasoning
+# ``content``; Python: the Responses spelling itself). Every rule reads an item through
+# ``as_responses_item``; items are stored and returned exactly as the SDK wrote them.
+
+#: SDK item types spelled differently in the Responses API (RESPONSES_TYPE).
+_AGENTS_RESPONSES_TYPE = {
+    "function_call_result": "function_call_output",
+    "computer_call_result": "computer_call_output",
+    "program": "program_call",
+    "program_output": "program_call_output",
+}
+
+
+def as_responses_item(m: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The Responses item an Agents SDK item becomes on the wire, as far as the rules read it
+    (asResponsesItem): call ids as ``call_id``, result types renamed, a TypeScript reasoning
+    item's ``content`` as its ``summary``, a single output part as a list. Messages are the
+    same item; the item itself is never changed."""
+    t = m.get("type")
+    if not isinstance(t, str) or t == "message":
+        return m
+    view: dict[str, Any] = {k: v for k, v in m.items() if k != "callId"}
+    if t in _AGENTS_RESPONSES_TYPE:
+        view["type"] = _AGENTS_RESPONSES_TYPE[t]
+    if isinstance(m.get("callId"), str):
+        view["call_id"] = m["callId"]
+    if t == "reasoning" and "summary" not in view:
+        parts = m.get("content")
+        view["summary"] = [
+            {"type": "summary_text", "text": p["text"]} if isinstance(p, Mapping) and isinstance(p.get("text"), str) else p
+            for p in (parts if _is_list(parts) else [])
+        ]
+        view.pop("content", None)
+    if isinstance(view.get("output"), Mapping) and t in ("function_call_result", "function_call_output"):
+        view["output"] = [view["output"]]
+    return view
+
+
+def _agents_texts(m: Mapping[str, Any]) -> list[str]:
+    return _responses_texts(as_responses_item(m))
+
+
+def _agents_for_provider(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The Responses view drops RS-4's ids; the same ids are dropped from the SDK's own items."""
+    seen = [as_responses_item(m) if isinstance(m, Mapping) else m for m in messages]
+    ready = _responses_for_provider(seen)
+    return [m if ready[i] is seen[i] else {k: v for k, v in m.items() if k != "id"} for i, m in enumerate(messages)]
+
+
 # ---- anthropic ----------------------------------------------------------------------------
 
 _AN_SERVER_CALLS = {"server_tool_use", "mcp_tool_use"}
@@ -357,7 +408,13 @@ def _gemini_texts(m: Mapping[str, Any]) -> list[str]:
 
 # ---- the dialects -------------------------------------------------------------------------
 
-_TEXTS = {"openai-chat": _chat_texts, "openai-responses": _responses_texts, "anthropic": _anthropic_texts, "gemini": _gemini_texts}
+_TEXTS = {
+    "openai-chat": _chat_texts,
+    "openai-responses": _responses_texts,
+    "openai-agents": _agents_texts,
+    "anthropic": _anthropic_texts,
+    "gemini": _gemini_texts,
+}
 
 
 def message_texts(message: Any, dialect: str = "openai-chat") -> list[str]:
@@ -373,11 +430,15 @@ def for_provider(dialect: str, messages: Sequence[Any]) -> list[Any]:
     """The head as the agent sends it on its next call (each dialect's ``forProvider``):
     openai-chat drops ``annotations`` and a null ``function_call``, sends ``audio`` as
     ``{id}`` and drops ``index`` from tool calls (assistant messages only); openai-responses
-    drops the ids of a model turn whose reasoning is gone; anthropic and gemini: as stored."""
+    drops the ids of a model turn whose reasoning is gone (openai-agents: the same ids, read
+    through ``as_responses_item``, dropped from the SDK's own items); anthropic and gemini: as
+    stored."""
     if dialect == "openai-chat":
         return _chat_for_provider(messages)
     if dialect == "openai-responses":
         return _responses_for_provider(messages)
+    if dialect == "openai-agents":
+        return _agents_for_provider(messages)
     return list(messages)
 
 
@@ -413,7 +474,11 @@ def _blocks(m: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def is_real_user_request(message: Any, dialect: str = "openai-chat") -> bool:
     """Whether a message is a real user request in its dialect (the latest one is kept verbatim by every compaction)."""
-    if not isinstance(message, Mapping) or message.get("role") != "user":
+    if not isinstance(message, Mapping):
+        return False
+    if dialect == "openai-agents":  # the Responses rule on the item as the SDK sends it
+        return is_real_user_request(as_responses_item(message), "openai-responses")
+    if message.get("role") != "user":
         return False
     m = message
     if dialect == "openai-chat":

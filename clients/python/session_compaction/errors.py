@@ -1,6 +1,6 @@
 """Errors a caller can cause, mirroring src/errors.ts. Each has the same name as its
 TypeScript twin, which is also the Temporal failure type and the ``type`` in the DETAIL of
-the data-plane SQL functions' errors (SQLSTATE SC400..SC410)."""
+the data-plane SQL functions' errors (SQLSTATE SC400..SC412)."""
 
 from __future__ import annotations
 
@@ -49,6 +49,16 @@ class LineageClosedError(SessionCompactionError):
     def __init__(self, lineage_id: str) -> None:
         super().__init__(f"session lineage {json.dumps(lineage_id)} is closed")
         self.lineage_id = lineage_id
+
+
+class HistoryMismatchError(SessionCompactionError):
+    """The head's last messages are not the ones the caller said they would be (a framework's
+    "replace this exact suffix"): nothing was changed. Read the head again and decide anew."""
+
+    def __init__(self, session_id: str, detail: str) -> None:
+        super().__init__(f"the head of session {json.dumps(session_id)} changed: {detail}; nothing was changed")
+        self.session_id = session_id
+        self.detail = detail
 
 
 class CallTimeoutError(SessionCompactionError, TimeoutError):
@@ -102,6 +112,8 @@ def from_sql_error(error: BaseException) -> BaseException:
         return SessionConflictError(detail["sessionId"], detail["detail"])
     if kind == "LineageClosedError":
         return LineageClosedError(detail["lineageId"])
+    if kind == "HistoryMismatchError":
+        return HistoryMismatchError(detail["sessionId"], detail["detail"])
     return error
 
 

@@ -82,6 +82,30 @@ OPENAI_RESPONSES: list[dict[str, Any]] = [
     {"type": "message", "role": "user", "content": "Now update the docs 📚."},
 ]
 
+# The OpenAI Agents SDK's items: the TypeScript SDK's spelling (callId, function_call_result
+# with a {type: 'text'} output, reasoning content, providerData) and the Python SDK's (the
+# Responses spelling: call_id, function_call_output, reasoning summary) in one lineage.
+OPENAI_AGENTS: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a careful coding agent."},
+    {"role": "user", "content": [{"type": "input_text", "text": "Rename the config loader."}, {"type": "input_image", "image": "data:image/png;base64,iVBORw0KGgo="}]},
+    {"type": "reasoning", "id": "rs_a1", "content": [{"type": "input_text", "text": "Find the loader first."}], "providerData": {"encryptedContent": "gAAAAABo..."}},
+    {"type": "function_call", "id": "fc_a1", "callId": "call_a1", "name": "shell", "arguments": "{\"cmd\":[\"rg\",\"loadConfig\"]}", "status": "completed", "providerData": {"k": 1}},
+    {"type": "function_call_result", "callId": "call_a1", "name": "shell", "status": "completed", "output": {"type": "text", "text": "{\"output\":\"src/config.ts:12\"}"}},
+    {"type": "message", "role": "assistant", "id": "msg_a1", "status": "completed", "content": [{"type": "output_text", "text": "Found it.", "providerData": {"annotations": []}}]},
+    {"type": "function_call", "id": "fc_a2", "callId": "call_a2", "name": "count_uses", "arguments": "{}", "status": "completed"},
+    {"type": "function_call_result", "callId": "call_a2", "name": "count_uses", "status": "completed", "output": "42"},
+    {"type": "computer_call", "id": "cu_1", "callId": "call_a3", "status": "completed", "action": {"type": "screenshot"}},
+    {"type": "computer_call_result", "callId": "call_a3", "output": {"type": "computer_screenshot", "data": "iVBORw0KGgo="}},
+    {"type": "hosted_tool_call", "id": "ht_1", "name": "web_search_call", "status": "completed", "output": "three results", "providerData": {"z": ["zz", 2.5], "10": "ten", "2": "two"}},
+    {"type": "reasoning", "id": "rs_p1", "summary": [{"type": "summary_text", "text": "Python SDK spelling."}]},
+    {"type": "function_call", "id": "fc_p1", "call_id": "call_p1", "name": "lookup", "arguments": "{\"key\":\"a\"}"},
+    {"type": "function_call_output", "call_id": "call_p1", "output": "{\"key\": \"a\", \"value\": 42}"},
+    {"type": "function_call", "id": "fc_p2", "call_id": "call_p2", "name": "lookup", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_p2", "output": [{"type": "input_text", "text": "Done"}, {"type": "input_image", "image_url": "x"}]},
+    {"type": "unknown", "providerData": {"type": "future_item", "text": "kept"}},
+    {"role": "user", "content": "Now update the docs 📚."},
+]
+
 GEMINI: list[dict[str, Any]] = [
     {"role": "user", "parts": [{"text": "What's the weather in Paris?"}, {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}]},
     {"role": "model", "parts": [{"text": "Thinking about tools", "thought": True, "thoughtSignature": "CiQB"}, {"functionCall": {"name": "get_weather", "args": {"city": "Paris", "days": 3, "ratio": 0.25}, "id": "fc-1"}}]},
@@ -95,5 +119,6 @@ BY_DIALECT: dict[str, list[dict[str, Any]]] = {
     "openai-chat": OPENAI_CHAT,
     "anthropic": ANTHROPIC,
     "openai-responses": OPENAI_RESPONSES,
+    "openai-agents": OPENAI_AGENTS,
     "gemini": GEMINI,
 }

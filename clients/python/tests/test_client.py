@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 import session_compaction as sc
 from session_compaction import (
     BackgroundCompactionRejectedError,
+    HistoryMismatchError,
     InvalidInputError,
     LineageClosedError,
     SessionConflictError,
@@ -100,6 +101,54 @@ async def test_append_key_stores_a_resend_once(client, db):
     assert {k: v for k, v in resent.items() if k != "replayed"} == {k: v for k, v in first.items() if k != "replayed"}
     rows = await (await db.execute("select count(*) from messages where session_id = %s", (sid,))).fetchone()
     assert rows[0] == 1
+
+
+async def test_replace_tail(client, db):
+    """session_replace_tail: the last messages taken back (archived, retracted_by set) and others
+    appended in their place in one step; exactly an expected suffix or nothing
+    (HistoryMismatchError); keyed, stored once; the replacement counted and checked as an append."""
+    sid = unique_id("py-tail")
+    await client.create_session(sid, compact_at_tokens=300)
+    messages = conversation(3)
+    await client.append(sid, messages)
+    popped = await client.replace_tail(sid)
+    assert popped["removed"] == [messages[-1]] and popped["appended"] is None and popped["replayed"] is False
+    assert popped["sessionId"] == popped["lineageId"] == sid
+    assert (await client.transcript(sid))["messages"] == messages[:-1]
+
+    with pytest.raises(HistoryMismatchError) as mismatch:
+        await client.replace_tail(sid, expected=[messages[-1]], replacement=[{"role": "user", "content": "x"}])
+    assert mismatch.value.session_id == sid and "not the ones expected" in mismatch.value.detail
+    assert str(mismatch.value).startswith(f'the head of session "{sid}" changed: ') and str(mismatch.value).endswith("; nothing was changed")
+    with pytest.raises(HistoryMismatchError, match="fewer than the 9 expected"):
+        await client.replace_tail(sid, expected=messages + messages[:2])
+    assert (await client.transcript(sid))["messages"] == messages[:-1]
+
+    replacement = [{"role": "assistant", "content": "Rewritten: " + "the refactor keeps the API. " * 40}]
+    replaced = await client.replace_tail(sid, expected=messages[-3:-1], replacement=replacement, key="op-1")
+    assert replaced["removed"] == messages[-3:-1] and replaced["appended"]["count"] == 1
+    assert replaced["appended"]["compactionRequestId"].startswith(f"threshold:{sid}:")  # the threshold, as an append
+    again = await client.replace_tail(sid, expected=messages[-3:-1], replacement=replacement, key="op-1")
+    assert again["replayed"] is True and again["removed"] == replaced["removed"] and "autoCompactionRequestId" not in again["appended"]
+    with pytest.raises(InvalidInputError) as reused:
+        await client.replace_tail(sid, 2, key="op-1")
+    assert reused.value.field == "appendKey"
+    await client.wait_for_result(sid, replaced["appended"]["compactionRequestId"], timeout=120)
+
+    head = (await client.transcript(sid))["sessionId"]
+    before = await client.transcript(head)
+    cleared = await client.replace_tail(sid, "all")
+    assert cleared["removed"] == before["messages"] and (await client.transcript(sid))["messages"] == []
+    assert (await client.replace_tail(sid, None))["removed"] == []
+    rows = await (await db.execute("select count(*) from messages m join sessions s on s.id = m.session_id where s.lineage_id = %s and m.retracted_by is not null", (sid,))).fetchone()
+    assert rows[0] >= 3 + len(before["messages"])
+
+    for bad, field in [({"count": -1}, "count"), ({"count": True}, "count"), ({"key": ""}, "key"), ({"expected": "x"}, "expected"), ({"expected": [1]}, "expected"),
+                       ({"expected": [{}], "count": 3}, "count"), ({"replacement": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
+                       ({"replacement": [{"role": "user", "content": "a\u0000b"}]}, "messages[0].content")]:
+        with pytest.raises(InvalidInputError) as error:
+            await client.replace_tail(sid, **bad)
+        assert error.value.field == field, bad
 
 
 async def test_typed_errors(client):

@@ -63,7 +63,7 @@ async def test_create_in_a_dialect(client):
     assert (await client.transcript(sid)) == {"sessionId": sid, "dialect": "anthropic", "messages": [], "seqs": []}
     with pytest.raises(InvalidInputError) as bad:
         await client.create_session(unique_id("py-dialect"), dialect="klingon")  # type: ignore[arg-type]
-    assert (bad.value.field, bad.value.detail) == ("dialect", "must be one of openai-chat, openai-responses, anthropic, gemini")
+    assert (bad.value.field, bad.value.detail) == ("dialect", "must be one of openai-chat, openai-responses, openai-agents, anthropic, gemini")
 
 
 async def test_a_closed_lineage_is_not_created_again(client):
@@ -96,6 +96,8 @@ async def test_messages_come_back_exactly_as_appended(client, dialect):
         ("anthropic", [{"role": "user", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]}], "messages[0].content[0]", "a tool_use block belongs in an assistant turn"),
         ("openai-responses", [{"type": "function_call", "call_id": "c1", "name": "x"}], "messages[0].arguments", "must be a string"),
         ("gemini", [{"role": "model", "parts": []}], "messages[0].parts", "must be a non-empty array of parts"),
+        ("openai-agents", [{"type": "function_call_result", "name": "x", "output": "1"}], "messages[0].callId", "must be a string that is not empty"),
+        ("openai-agents", [{"type": "function_call_output", "call_id": "c1"}], "messages[0].output", "is required"),
         ("openai-chat", [{"role": "user", "content": "ok"}, {"role": "robot", "content": "x"}], "messages[1].role", "must be one of system, developer, user, assistant, tool, function"),
     ],
 )
