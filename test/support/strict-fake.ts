@@ -71,6 +71,8 @@ export interface StrictFakeOptions {
   summariserModel?: string;
   /** Chance that a tool-call reply carries one call with large arguments (5-20 KB). */
   largeArgumentsChance?: number;
+  /** The scripted agent only answers (an agent with no tools): every reply is a final message. */
+  answersOnly?: boolean;
 }
 
 export interface JsonRequest {

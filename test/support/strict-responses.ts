@@ -32,6 +32,7 @@ import {
   nextStep,
   opaqueToken,
   recordOf,
+  type ScriptStep,
   sendEvents,
   sendJson,
   serveLocal,
@@ -341,7 +342,9 @@ export async function startStrictResponses(options: StrictFakeOptions = {}): Pro
   function agentOutput(model: string, context: Item[]): { kind: 'calls' | 'answer'; output: ResponseOutputItem[] } {
     const script = scriptOf(model);
     const last = context.at(-1);
-    const step = nextStep(script, !!last && kindOf(last) === 'message' && last.role === 'user', largeArgumentsChance);
+    const step: ScriptStep = options.answersOnly
+      ? { kind: 'answer', replyNo: script.reply(), text: `Answer ${script.tag}: noted, and the order number you gave me is in this conversation.` }
+      : nextStep(script, !!last && kindOf(last) === 'message' && last.role === 'user', largeArgumentsChance);
     const reasoning = {
       id: `rs_${script.tag}_${step.replyNo}`,
       type: 'reasoning' as const,
