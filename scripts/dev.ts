@@ -176,6 +176,7 @@ async function main(): Promise<number> {
       client: inspectorClient,
       temporalUiUrl: process.env.TEMPORAL_UI_URL ? config.temporalUiUrl : uiUrl,
       bindAddress: config.inspectorBindAddress,
+      authToken: config.inspectorAuthToken,
     });
     // Before the worker in the list, so stopped after it: it only reads.
     stops.splice(stops.length - 1, 0, {

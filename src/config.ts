@@ -154,6 +154,8 @@ export interface Config {
   metricsBindAddress?: string;
   /** host:port of the inspector web page (default 127.0.0.1:8234). */
   inspectorBindAddress: string;
+  /** Token the inspector requires (Basic password or Bearer); required when it binds anything but loopback. */
+  inspectorAuthToken?: string;
   /** The Temporal Web UI, for links from the inspector. */
   temporalUiUrl: string;
   /** OTLP endpoint for traces; tracing is off without it. */
@@ -184,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     metricsBindAddress: bindAddress(env.METRICS_BIND_ADDRESS),
     inspectorBindAddress: bindAddress(env.INSPECTOR_BIND_ADDRESS, '127.0.0.1:8234')!,
+    inspectorAuthToken: env.INSPECTOR_AUTH_TOKEN || undefined,
     temporalUiUrl: (env.TEMPORAL_UI_URL || 'http://127.0.0.1:8233').replace(/\/+$/, ''),
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
     codecAuthToken: env.CODEC_AUTH_TOKEN || undefined,

@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInspector, type RunningInspector } from '../src/inspector/server';
+import { isLoopback, startInspector, type RunningInspector } from '../src/inspector/server';
 import { uniqueId, useTestStack } from './support/stack';
 
 // The inspector reads Postgres and queries workflows; no compaction runs here.
@@ -91,6 +91,45 @@ describe('the inspector refuses a path or query that is not text', () => {
       const response = await get(`/?limit=${limit}`);
       expect(response.status, limit).toBe(400);
       expect(response.body, limit).toContain('invalid limit');
+    }
+  });
+});
+
+describe('the inspector off loopback', () => {
+  const token = 'a-token-of-twenty-chars';
+  it('refuses to start on another address without a token, or with a short one', async () => {
+    await expect(startInspector({ client: stack().client, temporalUiUrl: 'http://x', bindAddress: '0.0.0.0:0' })).rejects.toThrow(
+      /INSPECTOR_AUTH_TOKEN: is required to bind the inspector to 0\.0\.0\.0/,
+    );
+    await expect(startInspector({ client: stack().client, temporalUiUrl: 'http://x', bindAddress: '0.0.0.0:0', authToken: 'short' })).rejects.toThrow(
+      /at least 16 characters/,
+    );
+    expect(isLoopback('127.0.0.1') && isLoopback('::1') && isLoopback('localhost')).toBe(true);
+    expect(isLoopback('0.0.0.0') || isLoopback('10.0.0.7') || isLoopback('::') || isLoopback('127.0.0.1.example.com')).toBe(false);
+  });
+
+  it('with a token, every page but the health check asks for it (Basic password or Bearer)', async () => {
+    const guarded = await startInspector({ client: stack().client, temporalUiUrl: 'http://x', bindAddress: '0.0.0.0:0', authToken: token });
+    try {
+      const { port } = new URL(guarded.url);
+      const at = (path: string, authorization?: string) =>
+        fetch(`http://127.0.0.1:${port}${path}`, { headers: authorization ? { authorization } : {} }).then(async (r) => ({
+          status: r.status,
+          challenge: r.headers.get('www-authenticate'),
+          body: await r.text(),
+        }));
+      const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+      const refused = await at('/');
+      expect(refused.status).toBe(401);
+      expect(refused.challenge).toMatch(/^Basic realm=/);
+      expect(refused.body).not.toMatch(/lineage/i);
+      expect((await at('/lineages/x', basic('ops', 'wrong-token-of-twenty'))).status).toBe(401);
+      expect((await at('/', `Bearer ${token}x`)).status).toBe(401);
+      expect((await at('/', basic('ops', token))).status).toBe(200);
+      expect((await at('/', `Bearer ${token}`)).status).toBe(200);
+      expect((await at('/healthz')).status).toBe(200);
+    } finally {
+      await guarded.close();
     }
   });
 });

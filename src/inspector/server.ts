@@ -5,8 +5,11 @@
  * one inline script refreshes the live panel. Reads Postgres for lineages and transcripts and
  * the workflow (state query, heartbeat progress) for live state. `npm run inspector` runs it
  * alone, `npm run dev` with the rest; it binds 127.0.0.1 unless INSPECTOR_BIND_ADDRESS says
- * otherwise.
+ * otherwise. Transcripts hold whatever users said: bound to anything but loopback it requires
+ * a token (INSPECTOR_AUTH_TOKEN, as a Basic password, which a browser asks for, or a Bearer
+ * token) and refuses to start without one.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import { html, raw } from 'hono/html';
@@ -25,6 +28,28 @@ export interface InspectorOptions {
   client: SessionsClient;
   /** The Temporal Web UI's base URL, for links to a lineage's workflow. */
   temporalUiUrl: string;
+  /** When set, every page needs it: the password of Basic auth (any user name) or a Bearer token. */
+  authToken?: string;
+}
+
+/** Whether a host name is this machine only (127.0.0.0/8, ::1, localhost). */
+export function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+/** Whether an Authorization header carries the token, as a Bearer token or a Basic password; compared in constant time. */
+function authorised(header: string | undefined, token: string): boolean {
+  const [scheme, value = ''] = (header ?? '').split(' ', 2);
+  let given: string | undefined;
+  if (/^bearer$/i.test(scheme)) given = value;
+  else if (/^basic$/i.test(scheme)) {
+    const decoded = Buffer.from(value, 'base64').toString('utf8');
+    given = decoded.includes(':') ? decoded.slice(decoded.indexOf(':') + 1) : undefined;
+  }
+  if (given === undefined) return false;
+  const a = createHash('sha256').update(given).digest();
+  const b = createHash('sha256').update(token).digest();
+  return timingSafeEqual(a, b);
 }
 
 const STYLE = `
@@ -220,6 +245,15 @@ function notFound(c: Context, message: string) {
 export function createInspectorApp(options: InspectorOptions): Hono {
   const { client } = options;
   const app = new Hono();
+  const { authToken } = options;
+  if (authToken !== undefined) {
+    app.use(async (c, next) => {
+      // The health check tells nothing about anyone's data.
+      if (c.req.path === '/healthz' || authorised(c.req.header('authorization'), authToken)) return next();
+      c.header('www-authenticate', 'Basic realm="session-compaction inspector", charset="UTF-8"');
+      return c.text('Unauthorized: this inspector needs its token (INSPECTOR_AUTH_TOKEN), as the password or a Bearer token.', 401);
+    });
+  }
   // A path or query that is not text (%00, %zz, %ED%A0%80) is a bad request: a short plain answer.
   app.use(async (c, next) => {
     const problem = unreadableUrlPart(c.req.url);
@@ -277,9 +311,13 @@ export interface RunningInspector {
 
 /** Serves the inspector on `bindAddress` (host:port; port 0 picks a free one). */
 export async function startInspector(options: InspectorOptions & { bindAddress: string }): Promise<RunningInspector> {
-  const app = createInspectorApp(options);
   const at = options.bindAddress.lastIndexOf(':');
   const hostname = options.bindAddress.slice(0, at).replace(/^\[|\]$/g, '');
+  if (!isLoopback(hostname) && !options.authToken) {
+    throw new InvalidInputError('INSPECTOR_AUTH_TOKEN', `is required to bind the inspector to ${hostname}, which is not loopback: its pages show transcripts`);
+  }
+  if (options.authToken !== undefined && options.authToken.length < 16) throw new InvalidInputError('INSPECTOR_AUTH_TOKEN', 'must be at least 16 characters');
+  const app = createInspectorApp(options);
   const port = Number(options.bindAddress.slice(at + 1));
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname, port }, () => resolve(s));
@@ -297,7 +335,12 @@ export async function startInspector(options: InspectorOptions & { bindAddress: 
 async function main(): Promise<void> {
   const config = loadConfig();
   const client = await SessionsClient.connect({ config });
-  const inspector = await startInspector({ client, temporalUiUrl: config.temporalUiUrl, bindAddress: config.inspectorBindAddress });
+  const inspector = await startInspector({
+    client,
+    temporalUiUrl: config.temporalUiUrl,
+    bindAddress: config.inspectorBindAddress,
+    authToken: config.inspectorAuthToken,
+  });
   console.log(`inspector: ${inspector.url} (read-only; Temporal Web UI ${config.temporalUiUrl})`);
   const stop = async () => {
     await inspector.close();
