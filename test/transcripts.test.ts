@@ -188,6 +188,7 @@ describe('in-place mode', () => {
       job,
       mode: 'in_place' as const,
       watermarkSeq: 5,
+      snapshotRows: 5,
       compacted: [{ message: { role: 'user' as const, content: 'compacted' }, tokens: 10 }],
       stats: { tokensBefore: 100, messagesBefore: 25 },
     };

@@ -278,6 +278,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         attempt,
         mode: input.mode,
         watermarkSeq,
+        snapshotRows: rows.length,
         compacted,
         summarised: lineageRange(plan.middle.map((i) => rows[i])),
         verify,

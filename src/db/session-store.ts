@@ -643,6 +643,8 @@ export interface CommitInput {
   attempt?: number;
   mode: CompactionMode;
   watermarkSeq: number;
+  /** How many live rows of the parent, up to the watermark, the snapshot read (all of them). */
+  snapshotRows: number;
   compacted: CompactedMessage[];
   /** Lineage sequence numbers (inclusive) of the appended messages the summary covers. */
   summarised?: { fromSeq: number; toSeq: number };
@@ -734,12 +736,12 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       .select({ stillLive: sql<number>`count(*)::int` })
       .from(messages)
       .where(and(eq(messages.sessionId, job.parentSessionId), isNull(messages.archivedAt), lte(messages.seq, input.watermarkSeq)));
-    if (stillLive !== input.stats.messagesBefore) {
+    if (stillLive !== input.snapshotRows) {
       return {
         outcome: 'stale',
         headSessionId: lineage.headSessionId,
         generation: lineage.generation,
-        reason: `${input.stats.messagesBefore - stillLive} message(s) the summary read were taken back while summarising`,
+        reason: `${input.snapshotRows - stillLive} message(s) the summary read were taken back while summarising`,
       };
     }
     const carried = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
