@@ -1,6 +1,6 @@
 """Python client of session-compaction. See clients/python/README.md."""
 
-from .client import SessionsClient, check_compact_request, check_session_id, connect, lineage_workflow_id
+from .client import SessionsClient, check_compact_request, check_retention_policy, check_session_id, connect, lineage_workflow_id
 from .config import Config, load_config, temporal_connect_options
 from .dialects import DIALECTS, DialectName, for_provider
 from .errors import (
@@ -37,6 +37,7 @@ __all__ = [
     "SessionsClient",
     "TokenizerUnavailableError",
     "check_compact_request",
+    "check_retention_policy",
     "check_session_id",
     "check_text",
     "connect",

@@ -29,7 +29,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, SessionNotFoundError
 
 if TYPE_CHECKING:
     from .client import CompactionMode, SessionsClient
@@ -103,6 +103,9 @@ class CompactingSession:
         self.last_append: dict[str, Any] | None = None
         #: The answer of the last compaction :meth:`run_compaction` asked for (``outcome``, ``sessionId``, ...).
         self.last_compaction: dict[str, Any] | None = None
+        #: How :meth:`clear_session` creates the lineage again (``create_session``'s keyword
+        #: arguments): those :meth:`open` was given, else read from the lineage before its erase.
+        self._create_options: dict[str, Any] | None = None
 
     @classmethod
     async def open(
@@ -123,10 +126,13 @@ class CompactingSession:
         ``compact_at_tokens`` every append that leaves the head at or above that many tokens
         requests a compaction; ``model`` chooses the tokenizer (an OpenAI model: its real
         counts) and, when known, the context window."""
-        created = await client.create_session(
-            session_id, source=source, mode=mode, compact_at_tokens=compact_at_tokens, model=model, context_window=context_window, dialect=dialect
-        )
-        return cls(client, created["lineageId"], dialect=created["dialect"], session_settings=session_settings)
+        options: dict[str, Any] = {
+            "source": source, "mode": mode, "compact_at_tokens": compact_at_tokens, "model": model, "context_window": context_window, "dialect": dialect,
+        }
+        created = await client.create_session(session_id, **options)
+        session = cls(client, created["lineageId"], dialect=created["dialect"], session_settings=session_settings)
+        session._create_options = options
+        return session
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
         """The head, as the provider takes it on the next call (``transcript(...,
@@ -159,8 +165,37 @@ class CompactingSession:
         return removed[0] if removed else None
 
     async def clear_session(self) -> None:
-        """Takes back every item of the head: the same lineage (never forked), its head empty."""
-        await _settle(self.client.replace_tail(self.session_id, None))
+        """Forgets the conversation, as the SDK's own sessions do: the lineage is erased
+        (``delete_lineage``: every row of it, every run of its workflow) and created again under
+        the same id, empty, with the options it was opened with. Its append keys go with it, so
+        a key used before the clear stores again after it. A lineage already erased (by another
+        process, or a clear that stopped before creating it again) is created again all the
+        same. A compaction running meanwhile is answered with a typed error and writes nothing.
+        To take back every item but keep the lineage and its history, call
+        ``client.replace_tail(session_id, None)`` instead."""
+        await _settle(self._erase_and_create())
+
+    async def _erase_and_create(self) -> None:
+        options = self._create_options
+        if options is None:  # wrapped, not opened: the lineage's own settings, read before they go
+            try:
+                lineage = await self.client.lineage(self.session_id)
+            except SessionNotFoundError:
+                lineage = {"mode": "rotate", "dialect": self.dialect}
+            options = {
+                "source": lineage.get("source"),
+                "mode": lineage.get("mode") or "rotate",
+                "compact_at_tokens": lineage.get("compactAtTokens"),
+                "model": lineage.get("model"),
+                "context_window": lineage.get("contextWindow"),
+                "dialect": lineage.get("dialect") or self.dialect,
+            }
+            self._create_options = options
+        try:
+            await self.client.delete_lineage(self.session_id)
+        except SessionNotFoundError:
+            pass
+        await self.client.create_session(self.session_id, **options)
 
     async def run_compaction(self, args: Mapping[str, Any] | None = None) -> None:
         """The SDK's compaction hook (``OpenAIResponsesCompactionAwareSession``). The Runner

@@ -12,15 +12,27 @@ import asyncio
 import contextlib
 import re
 import time
+import math
 import uuid
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any, Literal
 
 import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import (
     Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleIntervalSpec,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
     WithStartWorkflowOperation,
     WorkflowUpdateFailedError,
 )
@@ -59,6 +71,15 @@ SessionSource = SearchAttributeKey.for_keyword("SessionSource")
 CompactionCount = SearchAttributeKey.for_int("CompactionCount")
 
 CompactionMode = Literal["rotate", "in_place"]
+
+#: The one retention schedule of a namespace (RETENTION_SCHEDULE_ID, src/client/retention.ts).
+RETENTION_SCHEDULE_ID = "session-compaction-retention"
+RETENTION_WORKFLOW_TYPE = "retentionWorkflow"
+RETENTION_POLICY_FIELDS = ("endedSessionDays", "archivedDays", "auditDays", "appendKeyDays")
+_DURATION = re.compile(
+    r"^(\d*\.?\d+) *(milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w|years?|yrs?|y)?$", re.IGNORECASE
+)
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000, "y": 31_557_600_000}
 
 
 def lineage_workflow_id(lineage_id: str) -> str:
@@ -106,6 +127,54 @@ def check_compact_request(raw: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if v is not None and k != "background"} | {"sessionId": session_id}
 
 
+def check_retention_policy(policy: object) -> dict[str, float]:
+    """Mirrors checkRetentionPolicy of src/client/retention.ts: an object whose keys are among
+    endedSessionDays, archivedDays, auditDays and appendKeyDays, each a number of days, 0 or
+    more (fractions allowed), or None (kept for ever); at least one of them given."""
+    if not isinstance(policy, Mapping):
+        raise InvalidInputError("policy", "must be an object")
+    checked: dict[str, float] = {}
+    for key, value in policy.items():
+        if key not in RETENTION_POLICY_FIELDS:
+            raise InvalidInputError(f"policy.{key}", f"is not one of {', '.join(RETENTION_POLICY_FIELDS)}")
+        if value is None:
+            continue
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+            raise InvalidInputError(f"policy.{key}", "must be a number of days, 0 or more")
+        checked[key] = value
+    if not checked:
+        raise InvalidInputError("policy", "prunes nothing: give at least one of " + ", ".join(RETENTION_POLICY_FIELDS))
+    return checked
+
+
+def _retention_input(policy: object, batch: object) -> dict[str, Any]:
+    """The retention workflow's input (RetentionInput, src/workflows/retention.ts), checked."""
+    checked_batch = batch if isinstance(batch, int) and not isinstance(batch, bool) else None
+    if isinstance(batch, float) and batch.is_integer():
+        checked_batch = int(batch)
+    if checked_batch is None or not 1 <= checked_batch <= 100_000:
+        raise InvalidInputError("batch", "must be a whole number from 1 to 100000")
+    return {"policy": check_retention_policy(policy), "batch": checked_batch}
+
+
+def _interval(every: object) -> timedelta:
+    """A schedule's interval: a ``timedelta``, or a duration string as the TypeScript client
+    takes it (the ``ms`` package's: ``'24h'``, ``'1 day'``, ``'90m'``; a bare number is
+    milliseconds). At least one second, as Temporal's intervals."""
+    interval: timedelta | None = None
+    if isinstance(every, timedelta):
+        interval = every
+    elif isinstance(every, str):
+        match = _DURATION.fullmatch(every.strip())
+        if match:
+            unit = (match.group(2) or "ms").lower()
+            key = "ms" if unit.startswith(("ms", "msec", "milli")) else unit[0]
+            interval = timedelta(milliseconds=float(match.group(1)) * _DURATION_MS[key])
+    if interval is None or interval < timedelta(seconds=1):
+        raise InvalidInputError("every", "must be a duration such as '24h' (or a timedelta), at least one second")
+    return interval
+
+
 def _check_name(value: object, field: str, most: int) -> None:
     """A caller's string of 1 to ``most`` code points under the text rule (source, model, append key)."""
     if value is None:
@@ -135,6 +204,27 @@ def _is_update_limit_error(error: BaseException) -> bool:
             return True
         e = e.__cause__
     return False
+
+
+def _is_run_ended_error(error: BaseException) -> bool:
+    """An Update whose run ended before it answered (isRunEndedError of the TypeScript client)."""
+    e: BaseException | None = error
+    while e is not None:
+        if isinstance(e, ApplicationError) and e.type == "AcceptedUpdateCompletedWorkflow":
+            return True
+        text = f"{e} {getattr(e, 'message', '')}"
+        if re.search(r"workflow execution already completed|completed before the update completed|continued as new|continuedasnew", text, re.IGNORECASE):
+            return True
+        e = getattr(e, "cause", None) or e.__cause__
+    return False
+
+
+class _RunEnded(Exception):
+    """Raised by _compact_by_update for compact(): the run ended before it answered."""
+
+    def __init__(self, terminated: bool) -> None:
+        super().__init__("the lineage workflow run ended before it answered")
+        self.terminated = terminated
 
 
 class SessionsClient:
@@ -421,9 +511,26 @@ class SessionsClient:
         result = await self.recorded_answer(lineage["lineageId"], request["requestId"]) if request_id else None
         deadline = time.monotonic() + unreachable_timeout
         delay = 0.2
+        resends = 0
         while result is None:
             try:
                 result = await self._compact_by_update(lineage, request)
+            except _RunEnded as ended:
+                # The run ended before it answered (closed, erased, terminated, or continued as
+                # new under load), as the TypeScript client: closed or erased meanwhile is said
+                # so (LineageClosedError, SessionNotFoundError) instead of starting runs.
+                now = await self.lineage(lineage["lineageId"])
+                if now["closed"]:
+                    raise LineageClosedError(lineage["lineageId"]) from None
+                if ended.terminated:
+                    raise RequestLostError(
+                        request["requestId"], "the lineage workflow run was terminated before it answered (the lineage erased, or an operator)"
+                    ) from None
+                if time.monotonic() > deadline:
+                    raise RequestLostError(request["requestId"], "the lineage workflow runs kept ending before they answered") from None
+                await asyncio.sleep(min(1.0, 0.1 * 2**resends))
+                resends += 1
+                result = await self.recorded_answer(lineage["lineageId"], request["requestId"])
             except RPCError as error:
                 if error.status not in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED) or time.monotonic() + delay > deadline:
                     raise
@@ -454,14 +561,32 @@ class SessionsClient:
                 typed = from_failure(cause.type, cause.message, lineage["lineageId"])
                 if typed is not None:
                     raise typed from error
+            if _is_run_ended_error(error):
+                raise _RunEnded(await self._terminated(operation)) from error
             raise
         except Exception as error:
+            if _is_run_ended_error(error):
+                raise _RunEnded(await self._terminated(operation)) from error
             if not _is_update_limit_error(error):
                 raise
             self.update_limit_fallbacks += 1
             handle = self.temporal.get_workflow_handle(lineage_workflow_id(lineage["lineageId"]))
             await handle.signal("requestCompaction", request | {"trigger": "update"})
             return await self._await_answer(lineage["lineageId"], request["requestId"], timeout=None)
+
+    async def _terminated(self, operation: WithStartWorkflowOperation[Any, Any]) -> bool:
+        """Whether the run an Update went to was terminated (or is gone already: erased)."""
+        try:
+            handle = await asyncio.wait_for(operation.workflow_handle(), 1.0)
+            run_id = handle.result_run_id or handle.run_id
+            if not run_id:
+                return False
+            description = await self.temporal.get_workflow_handle(handle.id, run_id=run_id).describe()
+        except RPCError as error:
+            return error.status == RPCStatusCode.NOT_FOUND
+        except Exception:
+            return False
+        return description.status is not None and description.status.name == "TERMINATED"
 
     async def request_compaction(
         self,
@@ -577,6 +702,135 @@ class SessionsClient:
             WORKFLOW_TYPE, self._start_input(lineage), **self._start_options(lineage), start_signal="close"
         )
         await asyncio.wait_for(handle.result(), timeout)
+
+    # ---- the data's whole life: erase and retention ----------------------------------------
+
+    async def delete_lineage(self, session_id: str, *, timeout: float = 600.0) -> dict[str, Any]:
+        """Erases the session's lineage (``session_id``: any of its session ids): every row of
+        it in Postgres (lineage, sessions, messages, audit rows, append keys, pruned ranges)
+        and every run of its workflow in Temporal, as the TypeScript client's ``deleteLineage``
+        and in its order. The lineage is closed first, so a request racing the erase gets
+        LineageClosedError (or, once the rows are gone, SessionNotFoundError), never a
+        half-erased lineage; then its workflow is terminated and each of its runs deleted;
+        then its rows go, in one transaction (SQL ``session_erase``). An erase that failed
+        midway leaves a closed lineage: call it again. Afterwards the same id can be created
+        again, as a new and empty lineage. An unknown id is SessionNotFoundError.
+
+        Answers ``{lineageId, messages, sessions, compactions, appendKeys, workflowRuns}``: the
+        rows deleted, by kind, and the workflow runs whose deletion Temporal accepted (it
+        deletes them in the background, the dev server within about half a minute). The
+        Temporal part waits at most ``timeout`` seconds (CallTimeoutError)."""
+        check_session_id(session_id)
+        lineage = await self.lineage(session_id)
+        lineage_id: str = lineage["lineageId"]
+        # No data-plane function closes a lineage (the workflow does, via the store): the one
+        # statement the TypeScript store runs (closeLineage).
+        await self._call(
+            "with closed as (update lineages set closed_at = now() where id = %s and closed_at is null returning 1) select count(*) from closed",
+            (lineage_id,),
+        )
+        try:
+            workflow_runs = await asyncio.wait_for(self._delete_workflow_runs(lineage_workflow_id(lineage_id)), timeout)
+        except asyncio.TimeoutError:
+            raise CallTimeoutError(None, f"deleting the workflow runs of lineage {lineage_id} took longer than {timeout} s; the lineage is closed: erase it again") from None
+        erased: dict[str, Any] = await self._call("select session_erase(%s)", (lineage_id,))
+        # The id may come back as another lineage (another dialect or model).
+        self._formats.clear()
+        return erased | {"workflowRuns": workflow_runs}
+
+    async def _delete_workflow_runs(self, workflow_id: str) -> int:
+        """Terminates the lineage's workflow and deletes each of its runs from Temporal (those
+        visibility lists; when it lists none yet, the latest run); answers how many runs'
+        deletion was accepted. A run or workflow that is gone already is not an error."""
+        try:
+            await self.temporal.get_workflow_handle(workflow_id).terminate(reason="session lineage erased")
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+        runs: list[str] = []
+        async for execution in self.temporal.list_workflows(f"WorkflowId = '{workflow_id}'"):
+            if execution.run_id not in runs:
+                runs.append(execution.run_id)
+
+        async def remove(run_id: str = "") -> bool:
+            request = DeleteWorkflowExecutionRequest(
+                namespace=self.config.namespace, workflow_execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id)
+            )
+            try:
+                await self.temporal.workflow_service.delete_workflow_execution(request)
+            except RPCError as error:
+                if error.status == RPCStatusCode.NOT_FOUND:
+                    return False
+                raise
+            return True
+
+        deleted = 0
+        for run_id in runs:
+            deleted += await remove(run_id)
+        # Visibility lags: a run the list does not show yet is the latest one.
+        if not runs and await remove():
+            deleted += 1
+        return deleted
+
+    async def run_retention(self, policy: Mapping[str, Any], batch: int = 1000) -> dict[str, Any]:
+        """Runs retention once, now, and waits for it: the workflow ``retentionWorkflow`` on the
+        client's task queue (the worker prunes in bounded batches, one transaction each, until
+        nothing is left). ``policy`` holds how long each kind of row is kept, in days (0 or
+        more, fractions allowed; None or absent: for ever): ``endedSessionDays`` (messages of
+        sessions a rotation ended), ``archivedDays`` (rows an in-place compaction archived or a
+        caller took back), ``auditDays`` (audit rows no remaining message needs),
+        ``appendKeyDays`` (append keys: a resend after that is stored again). ``batch``: rows
+        of each kind per transaction, 1 to 100000. Answers what it pruned: ``{batches,
+        messages, compactions, appendKeys, prunedRanges, exported}``. Messages whose lineage
+        kept no other copy are recorded as pruned ranges, which the audit counts as pruned."""
+        retention_input = _retention_input(policy, batch)
+        result: dict[str, Any] = await self.temporal.execute_workflow(
+            RETENTION_WORKFLOW_TYPE,
+            retention_input,
+            id=f"{RETENTION_SCHEDULE_ID}-once-{uuid.uuid4()}",
+            task_queue=self.config.task_queue,
+        )
+        return result
+
+    async def schedule_retention(self, policy: Mapping[str, Any], every: str | timedelta, batch: int = 1000) -> dict[str, Any]:
+        """Has Temporal run retention every ``every`` (``'24h'``, ``'1 day'`` or a ``timedelta``):
+        the Temporal Schedule ``session-compaction-retention``, created, or updated with the new
+        policy and interval (the same schedule the TypeScript client and ``sessions retention
+        schedule`` manage). A run still going when the next is due is skipped, not doubled.
+        Answers ``{scheduleId, created}``."""
+        retention_input = _retention_input(policy, batch)
+        interval = _interval(every)
+        action = ScheduleActionStartWorkflow(
+            RETENTION_WORKFLOW_TYPE, retention_input, id=f"{RETENTION_SCHEDULE_ID}-workflow", task_queue=self.config.task_queue
+        )
+        spec = ScheduleSpec(intervals=[ScheduleIntervalSpec(every=interval)])
+
+        def replace(previous: ScheduleUpdateInput) -> ScheduleUpdate:
+            schedule = previous.description.schedule
+            schedule.spec = spec
+            schedule.action = action
+            return ScheduleUpdate(schedule=schedule)
+
+        try:
+            await self.temporal.get_schedule_handle(RETENTION_SCHEDULE_ID).update(replace)
+            return {"scheduleId": RETENTION_SCHEDULE_ID, "created": False}
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+        await self.temporal.create_schedule(
+            RETENTION_SCHEDULE_ID, Schedule(action=action, spec=spec, policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP))
+        )
+        return {"scheduleId": RETENTION_SCHEDULE_ID, "created": True}
+
+    async def unschedule_retention(self) -> bool:
+        """Stops scheduled retention (deletes the Schedule); False when none was scheduled."""
+        try:
+            await self.temporal.get_schedule_handle(RETENTION_SCHEDULE_ID).delete()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return False
+            raise
+        return True
 
     async def close(self) -> None:
         await self._db.close()
