@@ -1,26 +1,24 @@
 /**
- * The inspector in a real browser (Debian's chromium driven by playwright-core; no browser
- * download), against the real stack: the list, a search, a lineage, a compaction with its
+ * The inspector in a real browser (the Chromium of the npm package @sparticuz/chromium, or
+ * CHROMIUM_PATH, driven by playwright-core; test/support/browser.ts), against the real stack: the list, a search, a lineage, a compaction with its
  * summary and the kept user request, live progress of a running compaction, 404s, and
  * input that never reaches SQL as text.
  */
-import { existsSync } from 'node:fs';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lineageWorkflowId } from '../src/workflows/contract';
 import { startInspector, type RunningInspector } from '../src/inspector/server';
+import { launchBrowser } from './support/browser';
 import { conversation, uniqueId, useTestStack } from './support/stack';
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const stack = useTestStack();
 let inspector: RunningInspector;
 let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no browser at ${CHROMIUM}: .ci/run installs Debian's chromium (apt-get install -y chromium)`);
   inspector = await startInspector({ client: stack().client, temporalUiUrl: 'http://127.0.0.1:8233', bindAddress: '127.0.0.1:0' });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  browser = await launchBrowser();
   page = await browser.newPage();
 });
 
