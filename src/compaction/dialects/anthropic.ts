@@ -29,7 +29,7 @@ import {
   SUMMARY_ACK_TEXT,
   SUMMARY_PREFIX,
 } from './common';
-import type { Dialect, FieldProblem, Message, RenderCaps, StoredRole } from './types';
+import type { Dialect, FieldProblem, Message, RenderCaps, StoredRole, ToolCall, ToolResult } from './types';
 
 type Block = JsonObject;
 
@@ -421,6 +421,29 @@ function holdReason(messages: readonly Message[]): string | undefined {
   return "an Anthropic tool loop is open with thinking on: its final assistant turn's thinking must stay valid (AN-6, AN-8); compact after the loop closes";
 }
 
+function toolCalls(m: Message): ToolCall[] {
+  if (m.role !== 'assistant') return [];
+  return blocksOf(m)
+    .filter((b) => b.type === 'tool_use' || isServerCall(b))
+    .map((b) => ({ id: asText(b.id), name: asText(b.name), input: b.input ?? {} }));
+}
+
+const asResult = (b: Block): ToolResult => ({ id: asText(b.tool_use_id), text: resultText(b.content), isError: b.is_error === true });
+
+function toolResults(m: Message): ToolResult[] {
+  return m.role === 'user'
+    ? blocksOf(m)
+        .filter((b) => b.type === 'tool_result')
+        .map(asResult)
+    : [];
+}
+
+/** Only the client's `tool_result` blocks are replaced: a server tool's result is the model's own turn. */
+function maskResults(m: Message, placeholder: (result: ToolResult) => string): Message | undefined {
+  if (m.role !== 'user' || !Array.isArray(m.content) || toolResults(m).length === 0) return undefined;
+  return { ...m, content: m.content.map((b) => (isJsonObject(b) && b.type === 'tool_result' ? { ...b, content: placeholder(asResult(b)) } : b)) };
+}
+
 export const anthropic: Dialect = {
   name: 'anthropic',
   keepsOpeningGroups: false,
@@ -455,5 +478,8 @@ export const anthropic: Dialect = {
     return [...new Set(positions)].sort((a, b) => a - b);
   },
   holdReason,
+  toolCalls,
+  toolResults,
+  maskResults,
   forProvider: (messages) => [...messages],
 };

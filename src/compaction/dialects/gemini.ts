@@ -30,7 +30,7 @@ import {
   SUMMARY_ACK_TEXT,
   SUMMARY_PREFIX,
 } from './common';
-import type { Dialect, FieldProblem, Message, RenderCaps, StoredRole } from './types';
+import type { Dialect, FieldProblem, Message, RenderCaps, StoredRole, ToolResult } from './types';
 
 type Part = JsonObject;
 
@@ -270,6 +270,24 @@ function providerCheck(messages: readonly Message[]): string | undefined {
   return undefined;
 }
 
+function asResult(fr: JsonObject): ToolResult {
+  const response = isJsonObject(fr.response) ? fr.response : {};
+  const text = typeof response.output === 'string' ? response.output : typeof response.error === 'string' ? response.error : asText(fr.response ?? {});
+  return { id: callId(fr), name: asText(fr.name), text, isError: response.error !== undefined && response.error !== null };
+}
+
+/** A masked response keeps its name and id; its `response` becomes `{output: placeholder}` (the API's key for a function's output). */
+function maskResults(m: Message, placeholder: (result: ToolResult) => string): Message | undefined {
+  if (m.role === 'model' || responsesIn(m).length === 0) return undefined;
+  const parts = (m.parts as JsonValue[]).map((p) => {
+    if (!isJsonObject(p)) return p;
+    const key = keyOf(p, 'functionResponse');
+    const fr = key ? responseOf(p) : undefined;
+    return key && fr ? { ...p, [key]: { ...fr, response: { output: placeholder(asResult(fr)) } } } : p;
+  });
+  return { ...m, parts };
+}
+
 export const gemini: Dialect = {
   name: 'gemini',
   keepsOpeningGroups: false,
@@ -302,5 +320,8 @@ export const gemini: Dialect = {
     return [...new Set(positions)].sort((a, b) => a - b);
   },
   holdReason: () => undefined,
+  toolCalls: (m) => callsIn(m).map((fc) => ({ id: callId(fc), name: asText(fc.name), input: fc.args ?? {} })),
+  toolResults: (m) => responsesIn(m).map(asResult),
+  maskResults,
   forProvider: (messages) => [...messages],
 };

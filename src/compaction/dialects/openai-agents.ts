@@ -126,6 +126,17 @@ export const openaiAgents: Dialect = {
   openCalls: (messages) => openaiResponses.openCalls(views(messages)),
   resultsOf: (messages, index, ids) => openaiResponses.resultsOf(views(messages), index, ids),
   holdReason: (messages) => openaiResponses.holdReason(views(messages)),
+  toolCalls: (m) => openaiResponses.toolCalls(asResponsesItem(m)),
+  toolResults: (m) => openaiResponses.toolResults(asResponsesItem(m)),
+  maskResults(m, placeholder) {
+    // The SDK's own spelling: a `function_call_result` keeps its output's shape (a string, or a text part).
+    const [result] = openaiResponses.toolResults(asResponsesItem(m));
+    if (m.type === 'function_call_result' && result) {
+      const text = placeholder(result);
+      return { ...m, output: typeof m.output === 'string' ? text : { type: 'text', text } };
+    }
+    return openaiResponses.maskResults(m, placeholder);
+  },
   forProvider(messages) {
     // The Responses view drops RS-4's ids; the same ids are dropped from the SDK's own items.
     const seen = views(messages);

@@ -7,7 +7,7 @@
 import { isJsonObject, type JsonObject, type JsonValue } from '../json';
 import { SUMMARY_MESSAGE_NAME } from '../messages';
 import { asText, buildGroups, type CallLink, carriesMarker, checkString, clip, mediaPlaceholder, objectProblem, openCallsOf, SUMMARY_PREFIX } from './common';
-import type { Dialect, FieldProblem, Message, RenderCaps, StoredRole } from './types';
+import type { Dialect, FieldProblem, Message, RenderCaps, StoredRole, ToolResult } from './types';
 
 const ROLES = ['system', 'developer', 'user', 'assistant', 'tool', 'function'];
 
@@ -207,6 +207,14 @@ function forProvider(messages: readonly Message[]): Message[] {
   });
 }
 
+const isResult = (m: Message) => m.role === 'tool' || m.role === 'function';
+
+function toolResults(m: Message): ToolResult[] {
+  if (!isResult(m)) return [];
+  const id = m.role === 'tool' ? asText(m.tool_call_id) : `function:${asText(m.name)}`;
+  return [{ id, name: typeof m.name === 'string' ? m.name : undefined, text: contentText(m.content), isError: false }];
+}
+
 export const openaiChat: Dialect = {
   name: 'openai-chat',
   keepsOpeningGroups: true,
@@ -240,5 +248,16 @@ export const openaiChat: Dialect = {
     return calls.filter((c) => c.at === index && ids.includes(c.id)).flatMap((c) => c.answeredAt);
   },
   holdReason: () => undefined,
+  toolCalls: (m) => [
+    ...callsOf(m),
+    ...(isJsonObject(m.function_call)
+      ? [{ id: `function:${asText(m.function_call.name)}`, name: asText(m.function_call.name), input: m.function_call.arguments ?? '' }]
+      : []),
+  ],
+  toolResults,
+  maskResults(m, placeholder) {
+    const [result] = toolResults(m);
+    return result ? { ...m, content: placeholder(result) } : undefined;
+  },
   forProvider,
 };

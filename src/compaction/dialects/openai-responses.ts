@@ -16,7 +16,7 @@
  */
 import { isJsonObject, stringLeaves, type JsonObject, type JsonValue } from '../json';
 import { asText, buildGroups, type CallLink, carriesMarker, checkString, clip, mediaPlaceholder, objectProblem, openCallsOf, SUMMARY_PREFIX } from './common';
-import type { Dialect, FieldProblem, Message, RenderCaps, StoredRole } from './types';
+import type { Dialect, FieldProblem, Message, RenderCaps, StoredRole, ToolCall, ToolResult } from './types';
 
 const MESSAGE_ROLES = ['user', 'assistant', 'system', 'developer'];
 /** Content parts whose `text` is the message's text. */
@@ -456,6 +456,22 @@ function roleOf(m: Message): StoredRole {
   return isOutputItem(m) ? 'tool' : 'assistant';
 }
 
+function toolCalls(m: Message): ToolCall[] {
+  const t = typeOf(m);
+  if (t === undefined || !t.endsWith('_call')) return [];
+  const input = m.arguments ?? m.input ?? m.action ?? m.operation ?? m.code ?? m.queries ?? {};
+  return [{ id: typeof m.call_id === 'string' ? m.call_id : undefined, name: typeof m.name === 'string' ? m.name : t.slice(0, -'_call'.length), input }];
+}
+
+function toolResults(m: Message): ToolResult[] {
+  if (!isOutputItem(m) || m.type === 'mcp_approval_response') return [];
+  const text = m.output === undefined && typeof m.status === 'string' ? `(${m.status})` : outputText(m.output);
+  return [{ id: outputKey(m)?.key, text, isError: m.status === 'failed' }];
+}
+
+/** Outputs whose `output` the API takes as a string: the ones the masking rung may replace. */
+const MASKABLE_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_output', 'local_shell_call_output']);
+
 export const openaiResponses: Dialect = {
   name: 'openai-responses',
   keepsOpeningGroups: true,
@@ -480,5 +496,11 @@ export const openaiResponses: Dialect = {
     return calls.filter((c) => c.at === index && ids.includes(c.id)).flatMap((c) => c.answeredAt);
   },
   holdReason: () => undefined,
+  toolCalls,
+  toolResults,
+  maskResults(m, placeholder) {
+    if (!MASKABLE_OUTPUTS.has(typeOf(m) ?? '') || m.output === undefined) return undefined;
+    return { ...m, output: placeholder(toolResults(m)[0]) };
+  },
   forProvider,
 };

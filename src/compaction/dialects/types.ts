@@ -5,7 +5,7 @@
  * into the provider-ready view the agent sends. Plain data and pure functions: safe for
  * workflow code. Messages are stored and returned exactly as appended (JSON-equal).
  */
-import type { JsonObject } from '../json';
+import type { JsonObject, JsonValue } from '../json';
 
 export const DIALECT_NAMES = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini'] as const;
 export type DialectName = (typeof DIALECT_NAMES)[number];
@@ -34,6 +34,24 @@ export interface MessageGroup {
 export interface FieldProblem {
   field: string;
   detail: string;
+}
+
+/** A tool call as the ledger reads it: the tool's name and its input (arguments as sent: JSON text or an object). */
+export interface ToolCall {
+  id?: string;
+  name: string;
+  input: JsonValue;
+}
+
+/** A tool's result as the ledger and the masking rung read it. */
+export interface ToolResult {
+  /** The call it answers (by id; Gemini's id-less responses by function name). */
+  id?: string;
+  name?: string;
+  /** Its text, as the summariser would read it (media as placeholders). */
+  text: string;
+  /** The provider's own error mark (`is_error`, a failed status). */
+  isError: boolean;
 }
 
 /** Limits a renderer keeps to, in UTF-16 units of the rendered text. */
@@ -94,6 +112,16 @@ export interface Dialect {
    * valid, and a compaction changes the prefix it depends on).
    */
   holdReason(messages: readonly Message[]): string | undefined;
+  /** The tool calls the message makes, for the ledger. */
+  toolCalls(message: Message): ToolCall[];
+  /** The tool results the message carries, for the ledger and the masking rung. */
+  toolResults(message: Message): ToolResult[];
+  /**
+   * The message with the content of each tool result replaced by `placeholder(result)`, ids,
+   * names and error marks unchanged (so it still answers its call), every other field and
+   * block as it was; undefined when it carries no result the masking rung may replace.
+   */
+  maskResults(message: Message, placeholder: (result: ToolResult) => string): Message | undefined;
   /** The provider-ready view of a head: what the agent sends on its next call. */
   forProvider(messages: readonly Message[]): Message[];
 }
