@@ -59,6 +59,12 @@ export interface TemporalConfig {
   security: TemporalSecurityConfig;
 }
 
+function percentFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = intFrom(env, name, fallback);
+  if (value < 1 || value > 100) throw new Error(`${name} must be a percentage from 1 to 100, got ${value}`);
+  return value;
+}
+
 function boolFrom(env: NodeJS.ProcessEnv, name: string): boolean | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
@@ -128,6 +134,15 @@ interface CompactionConfig {
   summaryInputTokens: number;
   /** How long a client call that waits (compact, waitForResult, closeSession) waits by default. */
   callTimeoutMs: number;
+  /** The masking rung (src/compaction/masking.ts): tried before a summary when on. */
+  masking: boolean;
+  /** The masking rung applies when it brings the head to this share (percent) of the threshold (or, without one, of the context window). */
+  maskingTargetPercent: number;
+  /** The ledger's bound: this share (percent) of the context window, and at most ledgerMaxTokens. */
+  ledgerPercent: number;
+  ledgerMaxTokens: number;
+  /** A user request is kept verbatim in the ledger up to this many characters. */
+  ledgerRequestChars: number;
 }
 
 /** Worker capacity. Idle lineages cost only a slot in the workflow cache. */
@@ -229,6 +244,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       // Sized for a 128k-token summariser model, leaving room for the instructions and the answer.
       summaryInputTokens: intFrom(env, 'COMPACTION_SUMMARY_INPUT_TOKENS', 100_000),
       callTimeoutMs: intFrom(env, 'COMPACTION_CALL_TIMEOUT_MS', 60 * 60_000),
+      masking: boolFrom(env, 'COMPACTION_MASKING') ?? true,
+      maskingTargetPercent: percentFrom(env, 'COMPACTION_MASKING_TARGET_PERCENT', 50),
+      ledgerPercent: percentFrom(env, 'COMPACTION_LEDGER_PERCENT', 10),
+      ledgerMaxTokens: intFrom(env, 'COMPACTION_LEDGER_MAX_TOKENS', 8000),
+      ledgerRequestChars: intFrom(env, 'COMPACTION_LEDGER_REQUEST_CHARS', 500),
     },
     autoCompaction: {
       cooldownsMs: msListFrom(env, 'AUTO_COMPACTION_COOLDOWNS_MS', DEFAULT_AUTO_COMPACTION_POLICY.cooldownsMs),

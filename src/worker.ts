@@ -61,6 +61,8 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     summariser,
     plan: { tailTokenBudget: config.compaction.tailTokenBudget, headGroups: config.compaction.headGroups, minTailGroups: config.compaction.minTailGroups },
     summaryInputTokens: config.compaction.summaryInputTokens,
+    ledger: { percent: config.compaction.ledgerPercent, maxTokens: config.compaction.ledgerMaxTokens, requestChars: config.compaction.ledgerRequestChars },
+    masking: config.compaction.masking ? { targetPercent: config.compaction.maskingTargetPercent } : undefined,
     autoCompaction: config.autoCompaction,
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,

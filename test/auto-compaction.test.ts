@@ -88,8 +88,8 @@ describe('auto-compaction', () => {
       { role: 'user', content: `request ${i}: ${words(20, 'u')}` },
       { role: 'assistant', content: `answer ${i}: ${words(20, 'a')}` },
     ]).flat();
-    // A summary far larger than the threshold, though smaller than the transcript.
-    stack().llm.script({ text: words(700, 's') });
+    // A summary far larger than the threshold, though (with the ledger of the requests after it) smaller than the transcript.
+    stack().llm.script({ text: words(400, 's') });
     const appended = await stack().client.append(id, turns);
     const result = await stack().client.waitForResult(id, appended.compactionRequestId!);
     expect(result.outcome).toBe('compacted');

@@ -8,9 +8,12 @@
  */
 import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { buildCandidate } from '../compaction/candidate';
+import type { JsonValue } from '../compaction/json';
 import { dialectOf, type Message } from '../compaction/dialects';
 import { runGates } from '../compaction/gates';
+import { ledgerFrom, renderLedger } from '../compaction/ledger';
+import { estimateTextTokens } from '../compaction/tokens';
+import { maskingProposal, summaryProposal } from '../compaction/proposal';
 import { planCompaction, type PlanOptions } from '../compaction/plan';
 import { tokenCounterFor } from '../compaction/token-counter';
 import { latestUserRequestText } from '../compaction/summary-prompt';
@@ -25,6 +28,7 @@ import {
   type CompactedMessage,
   type CompactionJob,
   finishJob,
+  headLedger,
   lineageOf,
   recordJoinedRequests as recordJoinedRequestsInStore,
   sessionMessages,
@@ -50,6 +54,30 @@ export interface JobResult extends Omit<CompactResult, 'requestId' | 'sessionId'
   headSessionId: string;
 }
 
+/** The masking rung's target for a lineage: a share of its threshold, or of its context window; none when it has neither. */
+export function maskingTarget(lineage: { compactAtTokens: number | null; contextWindow: number | null }, targetPercent: number): number | undefined {
+  const base = lineage.compactAtTokens ?? lineage.contextWindow;
+  return base === null ? undefined : Math.floor((base * targetPercent) / 100);
+}
+
+/**
+ * The ledger's token bound for a compaction: its share of the context window (when known), at
+ * most `maxTokens`, and at most the previous ledger (already in the head) plus
+ * LEDGER_SHARE_OF_MIDDLE of the tokens it summarises, so that a ledger never grows a head by
+ * more than a share of the messages it replaces (a transcript of nothing but requests folds the
+ * oldest into counts instead).
+ */
+export function ledgerBudget(
+  contextWindow: number | null,
+  bound: { percent: number; maxTokens: number },
+  previousTokens: number,
+  middleTokens: number,
+): number {
+  const share = contextWindow === null ? bound.maxTokens : Math.min(bound.maxTokens, Math.floor((contextWindow * bound.percent) / 100));
+  return Math.min(share, previousTokens + Math.floor(middleTokens * LEDGER_SHARE_OF_MIDDLE));
+}
+export const LEDGER_SHARE_OF_MIDDLE = 0.5;
+
 /** What the activity reports in its heartbeats: the Web UI, `state` and the inspector show it. */
 export interface HeartbeatDetails {
   phase: 'snapshot' | 'summarising' | 'gates' | 'committing' | 'committed';
@@ -67,6 +95,10 @@ export interface CompactionActivityDeps {
   plan: Omit<PlanOptions, 'force'>;
   /** Tokens of middle one summariser request may hold; a larger middle is summarised in chunks. */
   summaryInputTokens: number;
+  /** The ledger's bound: `percent` of the context window (when known), at most `maxTokens`; requests verbatim up to `requestChars`. */
+  ledger: { percent: number; maxTokens: number; requestChars: number };
+  /** The masking rung, tried before a summary: on when given (its target, a percentage of the threshold or of the context window). */
+  masking?: { targetPercent: number };
   /** The threshold policy's cooldown ladder (see AutoCompactionPolicy). */
   autoCompaction: AutoCompactionPolicy;
   /** How often the activity heartbeats while it works (the SDK throttles further). */
@@ -121,10 +153,11 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     beat(); // before any I/O: the lease starts with the attempt
     const attempt = Context.current().info.attempt;
     // Three independent reads at once: the audit row, the lineage's head, the snapshot.
-    const [record, lineage, rows] = await Promise.all([
+    const [record, lineage, rows, storedLedger] = await Promise.all([
       beginJob(db, input, deps.summariser.model, attempt),
       lineageOf(db, input.lineageId),
       sessionMessages(db, input.parentSessionId),
+      headLedger(db, input.lineageId),
     ]);
     if (record.outcome === 'compacted') {
       return {
@@ -209,42 +242,71 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       return refuse(`nothing to summarise: all ${snapshot.length} messages fit in the kept head and tail`);
     }
 
-    beat({ phase: 'summarising' });
-    const ticker = setInterval(() => beat(), deps.heartbeatIntervalMs);
-    let summary;
-    const summariseStarted = Date.now();
-    try {
-      summary = await summariseInChunks(
-        deps.summariser,
-        {
-          middle: plan.middle.map((i) => snapshot[i]),
-          previousSummary: plan.previousSummary,
-          focusTopic: input.focusTopic,
-          force: input.force,
-          latestUserRequest: latestUserRequestText(snapshot, dialect),
-          dialect,
-        },
-        {
-          inputBudgetTokens: deps.summaryInputTokens,
-          signal: Context.current().cancellationSignal,
-          onProgress: (p: SummaryProgress) => {
-            progress = { phase: 'summarising', ...p, elapsedMs: Date.now() - started };
+    const previousLedger = ledgerFrom(storedLedger);
+    const counter = tokenCounterFor(lineage.model, dialect);
+    const target = deps.masking && !input.force && !input.focusTopic ? maskingTarget(lineage, deps.masking.targetPercent) : undefined;
+    // The cheap rung first: no summariser call when masking old tool outputs is enough.
+    let proposal =
+      target !== undefined
+        ? maskingProposal(snapshot, plan, dialect, tokens, (m) => counter.count(m), target, previousLedger, deps.ledger.requestChars)
+        : undefined;
+    let usage: { promptTokens?: number; completionTokens?: number } = {};
+    let chunks: number | undefined;
+    if (!proposal) {
+      beat({ phase: 'summarising' });
+      const ticker = setInterval(() => beat(), deps.heartbeatIntervalMs);
+      let summary;
+      const summariseStarted = Date.now();
+      try {
+        summary = await summariseInChunks(
+          deps.summariser,
+          {
+            middle: plan.middle.map((i) => snapshot[i]),
+            previousSummary: plan.previousSummary,
+            focusTopic: input.focusTopic,
+            force: input.force,
+            latestUserRequest: latestUserRequestText(snapshot, dialect),
+            dialect,
           },
+          {
+            inputBudgetTokens: deps.summaryInputTokens,
+            signal: Context.current().cancellationSignal,
+            onProgress: (p: SummaryProgress) => {
+              progress = { phase: 'summarising', ...p, elapsedMs: Date.now() - started };
+            },
+          },
+        );
+      } finally {
+        clearInterval(ticker);
+      }
+      usage = { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens };
+      chunks = summary.chunks;
+      const meter = Context.current().metricMeter.withTags({ model: summary.model });
+      meter.createHistogram('session_summariser_latency', 'int', 'ms', 'Time the summariser took').record(Date.now() - summariseStarted);
+      meter.createCounter('session_summariser_prompt_tokens', 'tokens', 'Prompt tokens the summariser reported').add(summary.promptTokens ?? 0);
+      meter.createCounter('session_summariser_completion_tokens', 'tokens', 'Completion tokens the summariser reported').add(summary.completionTokens ?? 0);
+      if (summary.text.trim() === '') return refuse('the summariser returned an empty summary', usage);
+      proposal = summaryProposal(
+        snapshot,
+        rows.map((r) => r.lineageSeq),
+        plan,
+        dialect,
+        summary.text,
+        previousLedger,
+        {
+          requestChars: deps.ledger.requestChars,
+          budgetTokens: ledgerBudget(
+            lineage.contextWindow,
+            deps.ledger,
+            storedLedger === null ? 0 : estimateTextTokens(renderLedger(previousLedger)),
+            plan.middle.reduce((sum, i) => sum + tokens[i], 0),
+          ),
         },
       );
-    } finally {
-      clearInterval(ticker);
     }
-    const usage = { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens };
-    const meter = Context.current().metricMeter.withTags({ model: summary.model });
-    meter.createHistogram('session_summariser_latency', 'int', 'ms', 'Time the summariser took').record(Date.now() - summariseStarted);
-    meter.createCounter('session_summariser_prompt_tokens', 'tokens', 'Prompt tokens the summariser reported').add(summary.promptTokens ?? 0);
-    meter.createCounter('session_summariser_completion_tokens', 'tokens', 'Completion tokens the summariser reported').add(summary.completionTokens ?? 0);
-    if (summary.text.trim() === '') return refuse('the summariser returned an empty summary', usage);
+    const { candidate, rung } = proposal;
 
-    beat({ phase: 'gates', chunks: summary.chunks });
-    const counter = tokenCounterFor(lineage.model, dialect);
-    const candidate = buildCandidate(plan, summary.text, snapshot, dialect);
+    beat({ phase: 'gates', chunks });
     const compacted: CompactedMessage[] = candidate.map((entry) =>
       entry.from === undefined
         ? { message: entry.message, tokens: counter.count(entry.message) }
@@ -256,7 +318,6 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
             sourceRowId: rows[entry.from].id,
           },
     );
-    const summaryIndices = candidate.flatMap((entry, i) => (entry.from === undefined ? [i] : []));
     const candidateTokens = compacted.reduce((sum, m) => sum + m.tokens, 0);
     const verify = (carried: Array<{ message: Message; tokens: number }>) => {
       const carriedTokens = carried.reduce((sum, m) => sum + m.tokens, 0);
@@ -266,12 +327,14 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         tokensBefore: tokensBefore + carriedTokens,
         tokensAfter: candidateTokens + carriedTokens,
         targetTokens: lineage.contextWindow ?? undefined,
-        summaryIndices,
+        summaryIndices: proposal.summaryIndices,
+        requireSummary: rung === 'summary',
+        facts: proposal.demand,
         dialect,
       });
     };
 
-    beat({ phase: 'committing', chunks: summary.chunks });
+    beat({ phase: 'committing', chunks });
     const committed = await withSpan('db.commit', { 'compaction.job_id': input.jobId, 'compaction.mode': input.mode }, () =>
       commitCompaction(db, {
         job: input,
@@ -280,9 +343,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         watermarkSeq,
         snapshotRows: rows.length,
         compacted,
-        summarised: lineageRange(plan.middle.map((i) => rows[i])),
+        summarised: lineageRange(proposal.replaced.map((i) => rows[i])),
         verify,
         stats: { tokensBefore, messagesBefore, ...usage },
+        rung,
+        note: rung === 'masking' ? `masking rung: ${proposal.replaced.length} old tool output(s) replaced by placeholders, no summariser call` : undefined,
+        ledger: proposal.ledger as unknown as JsonValue,
         policy,
       }),
     );
@@ -293,7 +359,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       await finishJob(db, input, attempt, 'stale', { reason: committed.reason }, policy);
       return { outcome: 'stale', headSessionId: committed.headSessionId, generation: committed.generation, reason: committed.reason };
     }
-    beat({ phase: 'committed', chunks: summary.chunks, alreadyCommitted: committed.alreadyCommitted });
+    beat({ phase: 'committed', chunks, alreadyCommitted: committed.alreadyCommitted });
     Context.current()
       .metricMeter.createHistogram('session_compaction_carried_messages', 'int', 'messages', 'Messages appended during a summary and carried into the new head')
       .record(committed.carried);

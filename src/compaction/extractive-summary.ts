@@ -22,11 +22,16 @@ function firstSentence(text: string): string {
 
 /**
  * The built-in summariser used when no LLM is configured: deterministic and extractive. It
- * keeps the first sentence of each message (tool results as one-line notes), bounded in
- * size, and quotes the latest user request verbatim. Same input, same output.
+ * keeps the first sentence of each message but the user's (tool results as one-line notes),
+ * bounded in size, and quotes the latest user request verbatim; the ledger after it quotes
+ * every request. Same input, same output.
  */
 export function extractiveSummary(request: SummaryRequest, maxLines = 40): string {
-  const notes = request.lines.map(firstSentence).filter((n) => n.length > 0);
+  // The user's requests are quoted verbatim in the ledger that follows the summary (src/compaction/ledger.ts).
+  const notes = request.lines
+    .filter((line) => !line.startsWith('user: '))
+    .map(firstSentence)
+    .filter((n) => n.length > 0);
   const kept =
     notes.length > maxLines ? [...notes.slice(0, maxLines / 2), `… ${notes.length - maxLines} messages omitted …`, ...notes.slice(-maxLines / 2)] : notes;
   const sections: string[] = [];

@@ -8,9 +8,10 @@
 import type { Dialect, Message } from './dialects/types';
 import { openaiChat } from './dialects/openai-chat';
 import { jsonEqual } from './json';
+import type { Facts } from './ledger';
 import { latestUserRequestIndex } from './plan';
 
-const GATES = ['providerValid', 'latestUserRequest', 'openToolCalls', 'smaller', 'noForgedSummary'] as const;
+const GATES = ['providerValid', 'latestUserRequest', 'openToolCalls', 'facts', 'smaller', 'noForgedSummary'] as const;
 type GateName = (typeof GATES)[number];
 
 export interface GateInput {
@@ -24,7 +25,20 @@ export interface GateInput {
   targetTokens?: number;
   /** Positions in `after` of the summary's messages (the summary, and its acknowledgement where the dialect needs one). */
   summaryIndices: readonly number[];
+  /**
+   * False for a rung that writes no summary (masking): the head keeps the summary it had,
+   * if any. Default true.
+   */
+  requireSummary?: boolean;
+  /** What the `facts` gate demands: the facts of the summarised range and of the previous ledger, and how many the new ledger folded. */
+  facts?: FactsDemand;
   dialect?: Dialect;
+}
+
+export interface FactsDemand {
+  expected: Facts;
+  /** Entries the new ledger folded into counts (the fold policy accounts for that many missing facts of each kind). */
+  folded: { requests: number; paths: number; identifiers: number };
 }
 
 export interface GateReport {
@@ -73,7 +87,33 @@ export function keepsOpenToolCalls(before: readonly Message[], after: readonly M
   return undefined;
 }
 
-/** (d) Smaller than before, and at or under the target size. */
+/** Every text of a head a fact may be found in: each message's texts and its joined text. */
+const haystackOf = (messages: readonly Message[], dialect: Dialect) => messages.map((m) => `${dialect.texts(m).join('\n')}\n${dialect.textOf(m)}`).join('\n');
+
+/**
+ * (d) Nothing the agent must still know is gone: every user request (verbatim up to the
+ * ledger's bound), file path and identifier of the summarised range and of the previous
+ * ledger is findable in the new head (ledger, summary or kept messages), or the ledger folded
+ * at least as many entries of that kind into counts.
+ */
+export function keepsFacts(after: readonly Message[], demand: FactsDemand, dialect: Dialect = openaiChat): string | undefined {
+  const haystack = haystackOf(after, dialect);
+  const kinds = [
+    ['requests', 'user request', demand.expected.requests, demand.folded.requests],
+    ['paths', 'file path', demand.expected.paths, demand.folded.paths],
+    ['identifiers', 'identifier', demand.expected.identifiers, demand.folded.identifiers],
+  ] as const;
+  for (const [, what, expected, folded] of kinds) {
+    const missing = [...new Set(expected)].filter((fact) => !haystack.includes(fact));
+    if (missing.length > folded) {
+      const shown = missing.slice(0, 3).map((f) => JSON.stringify(f.length > 60 ? `${f.slice(0, 57)}...` : f));
+      return `${missing.length} ${what}(s) of the summarised range are not in the new head and the ledger folded ${folded}: ${shown.join(', ')}${missing.length > 3 ? ', ...' : ''}`;
+    }
+  }
+  return undefined;
+}
+
+/** (e) Smaller than before, and at or under the target size. */
 export function isSmaller(tokensBefore: number, tokensAfter: number, targetTokens?: number): string | undefined {
   if (tokensAfter >= tokensBefore) return `the compacted head would not be smaller (${tokensAfter} >= ${tokensBefore} tokens)`;
   if (targetTokens !== undefined && tokensAfter > targetTokens)
@@ -81,9 +121,15 @@ export function isSmaller(tokensBefore: number, tokensAfter: number, targetToken
   return undefined;
 }
 
-/** (e) No message but this compaction's own summary poses as a summary. */
-export function noForgedSummary(after: readonly Message[], summaryIndices: readonly number[], dialect: Dialect = openaiChat): string | undefined {
-  if (summaryIndices.length === 0 || !summaryIndices.every((i) => after[i] && dialect.isSummary(after[i]))) return 'the compaction summary is missing';
+/** (f) No message but this compaction's own summary (or, for the masking rung, the summary the head kept) poses as a summary. */
+export function noForgedSummary(
+  after: readonly Message[],
+  summaryIndices: readonly number[],
+  dialect: Dialect = openaiChat,
+  requireSummary = true,
+): string | undefined {
+  if ((requireSummary && summaryIndices.length === 0) || !summaryIndices.every((i) => after[i] && dialect.isSummary(after[i])))
+    return 'the compaction summary is missing';
   const ours = new Set(summaryIndices);
   const forged = after.findIndex((m, i) => !ours.has(i) && dialect.posesAsSummary(m));
   if (forged >= 0) return `message ${forged} poses as a compaction summary`;
@@ -97,8 +143,9 @@ export function runGates(input: GateInput): GateReport {
     providerValid: () => dialect.holdReason(input.before) ?? providerValid(input.after, dialect, input.summaryIndices),
     latestUserRequest: () => keepsLatestUserRequest(input.before, input.after, dialect),
     openToolCalls: () => keepsOpenToolCalls(input.before, input.after, dialect),
+    facts: () => (input.facts ? keepsFacts(input.after, input.facts, dialect) : undefined),
     smaller: () => isSmaller(input.tokensBefore, input.tokensAfter, input.targetTokens),
-    noForgedSummary: () => noForgedSummary(input.after, input.summaryIndices, dialect),
+    noForgedSummary: () => noForgedSummary(input.after, input.summaryIndices, dialect, input.requireSummary ?? true),
   };
   const report: GateReport = { results: {} as Record<GateName, string> };
   for (const gate of GATES) {

@@ -1,5 +1,6 @@
 import type { Dialect, Message, MessageGroup } from './dialects/types';
 import { openaiChat } from './dialects/openai-chat';
+import { proseOf } from './ledger';
 import { SUMMARY_PREFIX } from './messages';
 import { estimateTokens } from './tokens';
 
@@ -79,7 +80,8 @@ export function planCompaction(messages: readonly Message[], options: PlanOption
   let bodyStart: number; // first group that may be summarised
   if (summaryGroupIndex >= 0) {
     headEnd = summaryGroupIndex;
-    previousSummary = dialect.textOf(messages[groups[summaryGroupIndex].indices[0]]).slice(SUMMARY_PREFIX.length).trim();
+    // The summariser updates the prose; the ledger is carried in structured form (src/compaction/ledger.ts).
+    previousSummary = proseOf(dialect.textOf(messages[groups[summaryGroupIndex].indices[0]]).slice(SUMMARY_PREFIX.length).trim());
     bodyStart = summaryGroupIndex + 1;
     while (isSummaryGroup(groups[bodyStart])) bodyStart++;
   } else {

@@ -96,6 +96,7 @@ export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
     SUMMARY_SECTIONS.map((s) => `- ${s}`).join('\n'),
     'Quote the latest unfulfilled user request verbatim under "Pending user asks".',
     'Be factual and concise; the summary replaces the messages it covers.',
+    "A ledger follows your summary with the user's requests verbatim, the files touched, the commands run and the identifiers named: describe the state of the work rather than copying them out.",
   ];
   if (request.previousSummary) {
     instructions.push(

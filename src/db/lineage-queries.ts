@@ -141,6 +141,10 @@ export interface CompactionView {
   summarisedToSeq?: number | null;
   gate?: string | null;
   gateResults?: Record<string, unknown> | null;
+  /** How a committed compaction shrank the head: 'summary' or 'masking'. */
+  rung?: 'summary' | 'masking' | null;
+  /** The ledger it committed (src/compaction/ledger.ts). */
+  ledger?: unknown;
   [column: string]: unknown;
 }
 

@@ -57,6 +57,8 @@ export const lineages = pgTable(
     autoFailures: integer('auto_failures').notNull().default(0),
     /** No auto-compaction is requested before this time. */
     autoCooldownUntil: timestamp('auto_cooldown_until', { withTimezone: true }),
+    /** The ledger of the current head (src/compaction/ledger.ts): the next compaction merges it into its own. */
+    ledger: jsonb('ledger'),
     closedAt: timestamp('closed_at', { withTimezone: true }),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
@@ -160,8 +162,13 @@ export const compactions = pgTable(
     finishedAt: timestamp('finished_at', { withTimezone: true }),
     outcome: text('outcome', { enum: ['running', 'compacted', 'stale', 'refused', 'aborted'] }).notNull(),
     reason: text('reason'),
+    /** How a committed compaction shrank the head: 'summary', or 'masking' (old tool outputs replaced, no summariser call). */
+    rung: text('rung', { enum: ['summary', 'masking'] }),
+    /** The ledger the compaction committed (src/compaction/ledger.ts). */
+    ledger: jsonb('ledger'),
   },
   (t) => [
+    check('compactions_rung_known', sql`${t.rung} is null or ${t.rung} in ('summary', 'masking')`),
     uniqueIndex('compactions_one_commit_per_generation')
       .on(t.lineageId, t.generation)
       .where(sql`${t.outcome} = 'compacted'`),

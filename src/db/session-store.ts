@@ -9,6 +9,7 @@ import type { GateReport } from '../compaction/gates';
 import { HistoryMismatchError, InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
 import { childSessionId, type CompactionMode, type CompactionOutcome, type CompactResult } from '../workflows/contract';
 import type { Database } from './database';
+import type { JsonValue } from '../compaction/json';
 import { compactions, lineages, messages, rowToMessage, sessions } from './schema';
 
 type Tx = Parameters<Parameters<Database['transaction']>[0]>[0];
@@ -654,6 +655,12 @@ export interface CommitInput {
    */
   verify?: (carried: Array<{ message: Message; tokens: number }>) => GateReport;
   stats: { tokensBefore: number; messagesBefore: number; promptTokens?: number; completionTokens?: number };
+  /** How the head was shrunk: a summary, or the masking rung. */
+  rung?: 'summary' | 'masking';
+  /** A note for the audit row's reason (what the rung did). */
+  note?: string;
+  /** The new head's ledger: stored on the lineage (the next compaction merges it) and in the audit row. */
+  ledger?: JsonValue;
   policy?: AutoCompactionPolicy;
 }
 
@@ -805,8 +812,11 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
         .returning({ id: sessions.id });
       if (ended.length !== 1) throw new Error(`parent ${job.parentSessionId} was not live at commit; rolling back`);
     }
-    await tx.update(lineages).set({ headSessionId: head, generation, headTokens: tokensAfter }).where(eq(lineages.id, job.lineageId));
-    const notes: string[] = [];
+    await tx
+      .update(lineages)
+      .set({ headSessionId: head, generation, headTokens: tokensAfter, ledger: input.ledger ?? null })
+      .where(eq(lineages.id, job.lineageId));
+    const notes: string[] = input.note ? [input.note] : [];
     if (carried.length > 0) notes.push(`carried ${carried.length} message(s) appended during the summary`);
     const stillAbove = lineage.compactAtTokens !== null && tokensAfter >= lineage.compactAtTokens;
     if (stillAbove) notes.push(`the compacted head still holds ${tokensAfter} tokens, at or above the threshold of ${lineage.compactAtTokens}`);
@@ -827,6 +837,8 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       summarisedToSeq: input.summarised?.toSeq ?? null,
       gateResults: report?.results ?? null,
       reason: reason ?? null,
+      rung: input.rung ?? 'summary',
+      ledger: input.ledger ?? null,
       finishedAt: new Date(),
     };
     await tx
@@ -854,6 +866,12 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
  */
 export async function recordedAnswer(db: Database, lineageId: string, requestId: string): Promise<CompactResult | undefined> {
   return (await callFunction<CompactResult | null>(db, sql`select session_recorded_answer(${lineageId}, ${requestId}) as result`)) ?? undefined;
+}
+
+/** The ledger of the lineage's current head (null before its first compaction with a ledger). */
+export async function headLedger(db: Executor, lineageId: string): Promise<JsonValue | null> {
+  const [row] = await db.select({ ledger: lineages.ledger }).from(lineages).where(eq(lineages.id, lineageId));
+  return (row?.ledger as JsonValue | undefined) ?? null;
 }
 
 export async function auditRows(db: Database, lineageId: string): Promise<JobRecord[]> {

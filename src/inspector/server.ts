@@ -176,7 +176,9 @@ requests ${(c.requestIds ?? []).join(', ')} · model ${n(c.model)} · tokens ${n
 · parent <code>${c.parentSessionId}</code>${c.childSessionId && c.childSessionId !== c.parentSessionId ? html` → child <code>${c.childSessionId}</code>` : c.childSessionId ? ' (in place)' : ''}</p>
 ${gateCell(c)}
 <h2>Summary</h2>
+${c.rung === 'masking' ? html`<p id="rung">masking rung: old tool outputs were replaced by placeholders; no summariser call, and the head kept its summary</p>` : ''}
 <div class="msg kind-summary" id="summary">${detail.summary ?? '(no summary: the compaction did not commit)'}</div>
+${c.ledger ? html`<h2>Ledger</h2><p>what the compaction kept deterministically, as JSON (the summary renders it for the agent)</p><pre class="msg" id="ledger">${JSON.stringify(c.ledger, null, 2)}</pre>` : ''}
 <div class="cols">
 <section><h2>Parent transcript</h2><p>orange: summarised · green: kept verbatim · blue: appended during the summary, carried in</p>
 <div id="parent">${detail.parent.map((r) => messageBlock(r, r.fate, `fate-${r.fate}`))}</div></section>

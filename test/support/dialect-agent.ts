@@ -22,6 +22,7 @@ import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import type { SessionsClient } from '../../src/client';
 import { type Dialect, dialectOf, type DialectName, type Message } from '../../src/compaction/dialects';
 import { canonicalJson, jsonEqual, type JsonValue } from '../../src/compaction/json';
+import { MASK_PREFIX } from '../../src/compaction/masking';
 import { AgentRequestRejected } from './scripted-agent';
 import { fillerText, seededRandom } from './strict-provider';
 
@@ -292,6 +293,8 @@ export class DialectAgent {
   private readonly submitted = new Set<string>();
   /** The same without `id` (for the Responses provider view). */
   private readonly submittedWithoutId = new Set<string>();
+  /** What each appended message with tool results looks like with every output masked: a masked copy must match it. */
+  private readonly submittedMasked = new Set<string>();
   /** Every real user request, in order, as appended. */
   readonly userRequests: Message[] = [];
   /** True while a user request is being appended. */
@@ -325,6 +328,8 @@ export class DialectAgent {
     headChecks: 0,
     /** Items the Responses provider view sent without their stored id (RS-4). */
     idsStripped: 0,
+    /** Messages of a head whose tool outputs the masking rung replaced (the rest of the message as appended). */
+    masked: 0,
   };
   /** Compaction answers the agent and the second caller received. */
   readonly answers: CompactionAnswer[] = [];
@@ -351,6 +356,8 @@ export class DialectAgent {
     for (const m of messages) {
       this.submitted.add(canonicalJson(wire(m)));
       this.submittedWithoutId.add(canonicalJson(withoutId(wire(m))));
+      const masked = this.dialect.maskResults(wire(m), () => MASK_PREFIX);
+      if (masked) this.submittedMasked.add(canonicalJson(masked));
     }
     const result = await this.options.client.append(this.head, messages);
     this.head = result.sessionId;
@@ -380,6 +387,13 @@ export class DialectAgent {
     for (const [i, m] of messages.entries()) {
       const key = canonicalJson(m);
       if (this.submitted.has(key) || this.dialect.isSummary(m)) continue;
+      // A masked copy: every output a placeholder, every other field as the agent appended it.
+      const results = this.dialect.toolResults(m);
+      const shape = this.dialect.maskResults(m, () => MASK_PREFIX);
+      if (results.length > 0 && results.every((r) => r.text.startsWith(MASK_PREFIX)) && shape && this.submittedMasked.has(canonicalJson(shape))) {
+        this.stats.masked++;
+        continue;
+      }
       if (options.providerView && this.options.adapter.dialect === 'openai-responses' && this.submittedWithoutId.has(key)) {
         this.stats.idsStripped++;
         continue;

@@ -1,0 +1,137 @@
+/**
+ * The facts of a transcript the ledger keeps and the `facts` gate checks: file paths,
+ * identifiers the user named, whether a request corrects an earlier one, and what a shell
+ * command was and how it ended. Deterministic text rules, the same on both sides: what the
+ * ledger records and what the gate demands come from these functions. Pure.
+ */
+import { isJsonObject, type JsonValue } from './json';
+
+/** File extensions a bare name (`README.md`, `main.py`) must end with to count as a path. */
+const EXTENSIONS =
+  'ts|tsx|js|jsx|mjs|cjs|mts|cts|py|pyi|rb|go|rs|java|kt|kts|scala|swift|c|cc|cpp|cxx|h|hpp|cs|php|sh|bash|zsh|ps1|sql|md|mdx|rst|txt|json|jsonl|yaml|yml|toml|ini|cfg|conf|env|lock|xml|html|htm|css|scss|less|vue|svelte|graphql|proto|tf|ipynb|csv|tsv|log|dockerfile|gradle|mk|cmake';
+/** A path-shaped token: segments of path characters joined by `/`, optionally rooted (`/`, `./`, `../`, `~/`). */
+const PATH_TOKEN = /^(?:~|\.{1,2})?\/?[\w@+.-]+(?:\/[\w@+.-]+)*$/u;
+const KNOWN_EXTENSION = new RegExp(String.raw`\.(?:${EXTENSIONS})$`, 'i');
+const URL = /\bhttps?:\/\/[^\s<>"'`)\]}]+/giu;
+/** Ticket and issue ids (`PROJ-123`, `#4521`), UUIDs, and commit hashes (7 to 40 hex digits with a letter and a digit). */
+const IDENTIFIERS = [
+  /\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b/gu,
+  /(?<![\w&])#\d{2,7}\b/gu,
+  /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/giu,
+  /\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b/gu,
+];
+
+const trimTrailing = (s: string) => s.replace(/[.,;:!?'"`)\]}>]+$/u, '');
+
+/**
+ * The file paths a text mentions, in order of first mention, each once. A path is rooted
+ * (`/etc/hosts`, `./run.sh`, `~/notes`), or has two separators (`src/db/schema`), or ends in
+ * a known extension (`README.md`, `src/app.ts`); a line number after it (`app.ts:12`) is not
+ * part of it. `and/or`, `1/2`, dates and URLs are not paths.
+ */
+export function pathsIn(text: string): string[] {
+  const out = new Set<string>();
+  for (const raw of text.replace(URL, ' ').split(/[\s"'`()[\]{}<>,;|=*]+/u)) {
+    const candidate = trimTrailing(raw.replace(/(?::\d+){1,2}$/u, '')).replace(/\/+$/u, '');
+    if (candidate.length < 3 || candidate.length > 300 || !PATH_TOKEN.test(candidate)) continue;
+    if (/^[\d./-]+$/u.test(candidate) || /^\.+$/u.test(candidate.replace(/\//g, ''))) continue; // numbers, dates, versions, dots
+    const separators = (candidate.match(/\//g) ?? []).length;
+    const rooted = /^(?:~|\.{1,2})?\/[\w@+-]/u.test(candidate);
+    if (rooted || separators >= 2 || KNOWN_EXTENSION.test(candidate)) out.add(candidate);
+  }
+  return [...out];
+}
+
+/** URLs, ticket and issue ids, UUIDs and commit hashes a text names, in order, each once. */
+export function identifiersIn(text: string): string[] {
+  const out = new Set<string>();
+  let rest = text;
+  for (const pattern of [URL, ...IDENTIFIERS]) {
+    for (const match of rest.matchAll(pattern)) out.add(pattern === URL ? trimTrailing(match[0]) : match[0]);
+    rest = rest.replace(pattern, ' '); // a UUID's first group is not also a commit hash
+  }
+  return [...out];
+}
+
+/**
+ * Whether a user request corrects the one before it: it opens with a correction ("actually",
+ * "no,", "instead", "wait", "scratch that", "I meant", "change of plan", "correction", "rather",
+ * "forget that", "never mind", "don't").
+ */
+export function isCorrection(text: string): boolean {
+  return /^\s*(?:actually\b|no[,.!:;]|nope\b|wait\b|instead\b|correction\b|scratch that\b|sorry,? i meant\b|i meant\b|rather\b|change of plans?\b|forget (?:that|what i said|it)\b|never ?mind\b|don'?t\b|do not\b|stop\b|update:|not \S+,? but\b)/iu.test(
+    text,
+  );
+}
+
+/** A tool input as an object: JSON text parsed, anything else as it came. */
+export function parsedInput(input: JsonValue): JsonValue {
+  if (typeof input !== 'string') return input;
+  const trimmed = input.trim();
+  if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) return input;
+  try {
+    return JSON.parse(trimmed) as JsonValue;
+  } catch {
+    return input;
+  }
+}
+
+/** Every string inside a value (object values, array items), in order. */
+export function stringsIn(value: JsonValue | undefined, out: string[] = []): string[] {
+  if (typeof value === 'string') out.push(value);
+  else if (Array.isArray(value)) for (const v of value) stringsIn(v, out);
+  else if (isJsonObject(value)) for (const v of Object.values(value)) stringsIn(v, out);
+  return out;
+}
+
+const SHELL_TOOL = /^(?:bash|shell|sh|zsh|terminal|run|run_command|run_shell_command|execute|execute_command|exec|exec_command|local_shell|command|cmd)$/i;
+
+/** The command line a tool call runs, when it is a shell call: a `command`/`cmd` string, or an argv (`["bash","-lc","npm test"]`: its script). */
+export function commandOf(name: string, input: JsonValue): string | undefined {
+  const value = parsedInput(input);
+  const obj = isJsonObject(value) ? value : undefined;
+  const raw = obj ? (obj.command ?? obj.cmd ?? obj.commands ?? obj.script) : undefined;
+  if (!SHELL_TOOL.test(name) && !(raw !== undefined && /shell|bash|exec|command|terminal/i.test(name))) return undefined;
+  if (typeof raw === 'string') return raw.trim() || undefined;
+  if (Array.isArray(raw) && raw.every((p) => typeof p === 'string')) {
+    const argv = raw as string[];
+    if (argv.length >= 3 && /^(?:ba|z)?sh$/.test(argv[0].replace(/^.*\//, '')) && /^-\w*c$/.test(argv[1])) return argv.slice(2).join(' ').trim() || undefined;
+    return argv.join(' ').trim() || undefined;
+  }
+  if (typeof value === 'string' && SHELL_TOOL.test(name)) return value.trim() || undefined;
+  return undefined;
+}
+
+/** How a command ended, read from its result: an exit status, or an error line, or `ok`. */
+export interface CommandOutcome {
+  failed: boolean;
+  /** `exit 0`, `exit 2: npm ERR! missing script`, `error: ...`, `ok`. */
+  summary: string;
+}
+
+const ERROR_LINE = /(?:error|exception|traceback|failed|failure|fatal|cannot|not found|denied|panic)/i;
+
+function firstMatchingLine(text: string): string | undefined {
+  for (const line of text.split('\n')) {
+    const t = line.trim();
+    if (t && ERROR_LINE.test(t)) return t.length > 160 ? `${t.slice(0, 157)}...` : t;
+  }
+  return undefined;
+}
+
+/** The outcome a result text reports: `exit N` (Codex metadata, `Exit code: N`, `exited with code N`), the provider's error mark, or ok. */
+export function outcomeOf(text: string, isError: boolean): CommandOutcome {
+  const masked = /\[tool output masked by session-compaction: [^\]]*?outcome "([^"]*)"/.exec(text);
+  if (masked) return { failed: !/^(?:ok|exit 0)$/.test(masked[1]), summary: masked[1] };
+  const exit =
+    /"exit_code"\s*:\s*(-?\d+)/.exec(text) ??
+    /\bexit(?:ed)?(?: with)?(?: status| code)?[: ]\s*(-?\d+)/i.exec(text) ??
+    /\bProcess exited with code (-?\d+)/i.exec(text);
+  if (exit) {
+    const code = Number(exit[1]);
+    const line = code !== 0 ? firstMatchingLine(text) : undefined;
+    return { failed: code !== 0 || isError, summary: `exit ${code}${line ? `: ${line}` : ''}` };
+  }
+  if (isError) return { failed: true, summary: `error: ${firstMatchingLine(text) ?? text.trim().split('\n')[0]?.slice(0, 160) ?? ''}` };
+  return { failed: false, summary: 'ok' };
+}
