@@ -1,0 +1,418 @@
+/**
+ * `npm run bench:fidelity`: what the agent still knows after 1, 3 and 10 compactions. Each
+ * session is replayed the way an agent grows it: a slice of turns is appended, then the
+ * session compacts, eleven times over; after compactions 1, 3 and 10 it measures the head:
+ *  - planted facts (generated sessions only): the user's requests verbatim, the paths and
+ *    identifiers planted in them, and whether each correction is current in the ledger;
+ *  - the transcript's own facts of every range summarised so far (the same extraction as the
+ *    ledger: requests cut to the bound, file paths of user and assistant text and tool inputs,
+ *    identifiers the user named), and the same share for the summary prose alone (no ledger:
+ *    what the head would know without it);
+ *  - tokens before and after the compaction, and whether the head is at or under its target.
+ * Sessions: the real corpus (`../shared/corpus`, every file; its Responses rollouts also in the
+ * Agents SDK's spelling) when it is there, and generated sessions with planted facts in every
+ * dialect. Summarisers: the built-in extractive one, and a local OpenAI-compatible stub that
+ * answers every summary request with one sentence that keeps nothing (through the real
+ * `openai` client), so the figures show what the ledger guarantees on its own. Rungs: summary
+ * only, and masking first (at half the head's size when it compacts).
+ *
+ * The pipeline is the compaction activity's own pure part (plan, `maskingProposal` /
+ * `summaryProposal`, the gates), without Postgres and Temporal: the real-stack proofs are in
+ * test/ledger-and-masking.test.ts. Never part of `npm test`.
+ *
+ *   npm run bench:fidelity              every corpus file, 3 generated sessions per dialect
+ *   npm run bench:fidelity -- --quick   1 generated session per dialect, corpus files up to 150 messages
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { ledgerBudget } from '../src/activities/compaction';
+import { createLlmSummariser, summariseInChunks, type Summariser } from '../src/activities/summariser';
+import { buildCandidate } from '../src/compaction/candidate';
+import { type DialectName, dialectOf, type Message } from '../src/compaction/dialects';
+import { factsOf, type Ledger, ledgerFrom, emptyLedger, renderLedger } from '../src/compaction/ledger';
+import { runGates } from '../src/compaction/gates';
+import { planCompaction } from '../src/compaction/plan';
+import { maskingProposal, summaryProposal } from '../src/compaction/proposal';
+import { latestUserRequestText } from '../src/compaction/summary-prompt';
+import { estimateTextTokens, estimateTokens } from '../src/compaction/tokens';
+import { PROJECT_ROOT } from '../src/config';
+import { toAgentsItems } from '../test/support/agents-items';
+import { startFakeLlm } from '../test/support/fake-llm';
+import { plantedSession, type PlantedFacts } from '../test/support/planted';
+
+const quick = process.argv.includes('--quick');
+const CORPUS = path.resolve(PROJECT_ROOT, '..', 'shared', 'corpus');
+const CHECKPOINTS = [1, 3, 10];
+const COMPACTIONS = 10;
+const LOSSY = 'The agent worked on some files.';
+const PLAN = { tailTokenBudget: 2000, minTailGroups: 2, headGroups: 2, force: false };
+const LEDGER = { percent: 10, maxTokens: 8000, requestChars: 500 };
+/** The simulated lineage's window: the ledger's share of it, and the head's target. */
+const CONTEXT_WINDOW = 128_000;
+/** A session compacts when its head reaches this many tokens (the lineage's `compactAt`); masking aims at half of it. */
+const THRESHOLD = 8000;
+
+interface Session {
+  source: string;
+  dialect: DialectName;
+  messages: Message[];
+  planted?: PlantedFacts;
+}
+
+interface Measure {
+  source: string;
+  dialect: DialectName;
+  summariser: 'builtin' | 'lossy';
+  rung: 'summary' | 'masking first';
+  compactions: number;
+  /** Compactions the masking rung answered, and the gates refused. */
+  masked: number;
+  refused: number;
+  /** Compactions held (an Anthropic tool loop open with thinking on) until a later turn. */
+  held: number;
+  plantedRequests?: number;
+  plantedPaths?: number;
+  plantedIdentifiers?: number;
+  correctionsCurrent?: number;
+  /** Shares of the summarised ranges' own facts findable in the head (with the ledger). */
+  requests: number;
+  paths: number;
+  identifiers: number;
+  /** The same for the prose alone: what the head would hold without the ledger. */
+  pathsWithoutLedger: number;
+  identifiersWithoutLedger: number;
+  requestsWithoutLedger: number;
+  facts: { requests: number; paths: number; identifiers: number };
+  tokensBefore: number;
+  tokensAfter: number;
+  underTarget: boolean;
+}
+
+function corpusSessions(): Session[] {
+  if (!existsSync(CORPUS)) return [];
+  const out: Session[] = [];
+  for (const format of readdirSync(CORPUS).filter((f) => existsSync(path.join(CORPUS, f)) && !f.endsWith('.md'))) {
+    for (const file of readdirSync(path.join(CORPUS, format)).filter((f) => f.endsWith('.json'))) {
+      const doc = JSON.parse(readFileSync(path.join(CORPUS, format, file), 'utf8')) as { format: DialectName; messages: Message[] };
+      if (quick && doc.messages.length > 150) continue;
+      out.push({ source: `corpus/${file.replace(/\.json$/, '')}`, dialect: doc.format, messages: doc.messages });
+      if (doc.format === 'openai-responses')
+        out.push({ source: `corpus/${file.replace(/\.json$/, '')} (Agents SDK items)`, dialect: 'openai-agents', messages: toAgentsItems(doc.messages) });
+    }
+  }
+  return out;
+}
+
+function generatedSessions(): Session[] {
+  const dialects: DialectName[] = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini'];
+  return dialects.flatMap((dialect) =>
+    Array.from({ length: quick ? 1 : 3 }, (_, k) => {
+      const { messages, facts } = plantedSession(dialect, 100 + k, 60, { outputLines: 40 });
+      return { source: `generated/seed-${100 + k}`, dialect, messages, planted: facts };
+    }),
+  );
+}
+
+/** The session as the agent appends it: turn by turn (from one real user request to the next), or ten messages at a time when it has few requests. */
+function turns(session: Session): Message[][] {
+  const dialect = dialectOf(session.dialect);
+  const starts = session.messages.flatMap((m, i) => (i > 0 && dialect.isRealUserRequest(m) ? [i] : []));
+  const cuts = starts.length >= 20 ? starts : Array.from({ length: Math.floor(session.messages.length / 10) }, (_, k) => (k + 1) * 10);
+  const marks = [0, ...cuts.filter((c) => c < session.messages.length)];
+  return marks.map((from, k) => session.messages.slice(from, marks[k + 1] ?? session.messages.length));
+}
+
+const refusals: string[] = [];
+const share = (found: number, total: number) => (total === 0 ? 1 : found / total);
+const findable = (facts: readonly string[], text: string) => facts.filter((f) => text.includes(f)).length;
+
+async function replay(session: Session, summariser: Summariser, name: Measure['summariser'], rung: Measure['rung']): Promise<Measure[]> {
+  const dialect = dialectOf(session.dialect);
+  const seqs = new Map<Message, number>();
+  let next = 1;
+  let head: Message[] = [];
+  let ledger: Ledger = emptyLedger();
+  let stored = false;
+  const summarisedRanges: Message[] = [];
+  let proseOnly: string[] = [];
+  let masked = 0;
+  let refused = 0;
+  const out: Measure[] = [];
+  let n = 0;
+  let held = 0;
+  for (const turn of turns(session)) {
+    if (n >= COMPACTIONS) break;
+    for (const m of turn) seqs.set(m, next++);
+    head = [...head, ...turn];
+    const tokens = head.map((m) => estimateTokens(m, dialect));
+    const tokensBefore = tokens.reduce((a, b) => a + b, 0);
+    // Compactions start at the threshold, as the service's automatic ones do; a held one waits for the next turn.
+    if (tokensBefore < THRESHOLD) continue;
+    // An agent compacts between its calls, when the head it would send is valid: not in the middle of a model turn
+    // (a chunk of a rollout can end there), not in an Anthropic tool loop with thinking on (held).
+    if (dialect.holdReason(head)) {
+      held++;
+      continue;
+    }
+    if (dialect.providerCheck(dialect.forProvider(head))) continue;
+    n++;
+    const plan = planCompaction(head, { ...PLAN, dialect }, tokens);
+    const target = Math.floor(THRESHOLD / 2);
+    let proposal =
+      rung === 'masking first' && plan.middle.length > 0
+        ? maskingProposal(head, plan, dialect, tokens, (m) => estimateTokens(m, dialect), target, ledger, LEDGER.requestChars)
+        : undefined;
+    let prose = '';
+    if (!proposal && plan.middle.length > 0) {
+      const summary = await summariseInChunks(
+        summariser,
+        {
+          middle: plan.middle.map((i) => head[i]),
+          previousSummary: plan.previousSummary,
+          force: false,
+          latestUserRequest: latestUserRequestText(head, dialect),
+          dialect,
+        },
+        { inputBudgetTokens: 100_000, signal: new AbortController().signal, onProgress: () => undefined },
+      );
+      prose = summary.text;
+      const budget = ledgerBudget(
+        CONTEXT_WINDOW,
+        LEDGER,
+        stored ? estimateTextTokens(renderLedger(ledger)) : 0,
+        plan.middle.reduce((s, i) => s + tokens[i], 0),
+      );
+      proposal = summaryProposal(
+        head,
+        head.map((m) => seqs.get(m) ?? null),
+        plan,
+        dialect,
+        prose,
+        ledger,
+        { requestChars: LEDGER.requestChars, budgetTokens: budget },
+      );
+    }
+    if (proposal) {
+      const after = proposal.candidate.map((c) => c.message);
+      const tokensAfter = after.reduce((s, m) => s + estimateTokens(m, dialect), 0);
+      const report = runGates({
+        before: head,
+        after,
+        tokensBefore,
+        tokensAfter,
+        targetTokens: CONTEXT_WINDOW,
+        summaryIndices: proposal.summaryIndices,
+        requireSummary: proposal.rung === 'summary',
+        facts: proposal.demand,
+        dialect,
+      });
+      if (report.failed) {
+        refused++;
+        refusals.push(
+          `${session.source} (${session.dialect}, ${name}, ${rung}) compaction ${n}: gate ${report.failed.gate}: ${report.failed.reason.slice(0, 200)}`,
+        );
+      } else {
+        summarisedRanges.push(...proposal.replaced.map((i) => head[i]));
+        if (proposal.rung === 'masking') masked++;
+        else {
+          // What the head would hold without the ledger: the same cut with the prose alone.
+          const without = buildCandidate(plan, prose, head, dialect).map((c) => c.message);
+          proseOnly = without.map((m) => `${dialect.texts(m).join('\n')}\n${dialect.textOf(m)}`);
+        }
+        head = after;
+        ledger = ledgerFrom(JSON.parse(JSON.stringify(proposal.ledger)));
+        stored = proposal.rung === 'summary' || stored;
+      }
+      if (CHECKPOINTS.includes(n)) {
+        const text = head.map((m) => `${dialect.texts(m).join('\n')}\n${dialect.textOf(m)}`).join('\n');
+        const bare = proseOnly.join('\n') || text;
+        const facts = factsOf(summarisedRanges, dialect, LEDGER.requestChars);
+        const unique = { requests: [...new Set(facts.requests)], paths: [...new Set(facts.paths)], identifiers: [...new Set(facts.identifiers)] };
+        const measure: Measure = {
+          source: session.source,
+          dialect: session.dialect,
+          summariser: name,
+          rung,
+          compactions: n,
+          masked,
+          refused,
+          held,
+          requests: share(findable(unique.requests, text), unique.requests.length),
+          paths: share(findable(unique.paths, text), unique.paths.length),
+          identifiers: share(findable(unique.identifiers, text), unique.identifiers.length),
+          requestsWithoutLedger: share(findable(unique.requests, bare), unique.requests.length),
+          pathsWithoutLedger: share(findable(unique.paths, bare), unique.paths.length),
+          identifiersWithoutLedger: share(findable(unique.identifiers, bare), unique.identifiers.length),
+          facts: { requests: unique.requests.length, paths: unique.paths.length, identifiers: unique.identifiers.length },
+          tokensBefore,
+          tokensAfter: report.failed ? tokensBefore : tokensAfter,
+          underTarget: (report.failed ? tokensBefore : tokensAfter) <= CONTEXT_WINDOW,
+        };
+        if (session.planted) {
+          // Only what was appended so far can be known.
+          const seen = (f: string) =>
+            head.length > 0 && session.messages.slice(0, next - 1).some((m) => JSON.stringify(m).includes(JSON.stringify(f).slice(1, -1)));
+          const planted = {
+            requests: session.planted.requests.filter(seen),
+            paths: session.planted.paths.filter(seen),
+            identifiers: session.planted.identifiers.filter(seen),
+          };
+          measure.plantedRequests = share(findable(planted.requests, text), planted.requests.length);
+          measure.plantedPaths = share(findable(planted.paths, text), planted.paths.length);
+          measure.plantedIdentifiers = share(findable(planted.identifiers, text), planted.identifiers.length);
+          const corrections = session.planted.corrections.filter((c) => seen(c.correction));
+          const current = corrections.filter((c) => {
+            const original = ledger.requests.find((r) => r.text === c.original);
+            const fix = ledger.requests.find((r) => r.text === c.correction);
+            // Current: the ledger marks the original superseded by the correction, or the correction is kept verbatim after the ledger (the later message wins).
+            if (fix === undefined) return text.includes(c.correction);
+            return fix.supersededBy === undefined && (original === undefined || original.supersededBy === fix.seq);
+          });
+          measure.correctionsCurrent = share(current.length, corrections.length);
+        }
+        out.push(measure);
+      }
+    }
+  }
+  return out;
+}
+
+/** The issue's own baseline: a whole corpus transcript force-compacted once; paths of the summarised range findable, with the ledger and without. */
+async function forcedOnce(
+  session: Session,
+  summariser: Summariser,
+): Promise<{ source: string; paths: number; withLedger: number; withoutLedger: number } | undefined> {
+  const dialect = dialectOf(session.dialect);
+  const head = session.messages;
+  if (dialect.holdReason(head)) return undefined;
+  const plan = planCompaction(head, { ...PLAN, force: true, dialect });
+  if (plan.middle.length === 0) return undefined;
+  const summary = await summariseInChunks(
+    summariser,
+    {
+      middle: plan.middle.map((i) => head[i]),
+      previousSummary: plan.previousSummary,
+      force: true,
+      latestUserRequest: latestUserRequestText(head, dialect),
+      dialect,
+    },
+    { inputBudgetTokens: 100_000, signal: new AbortController().signal, onProgress: () => undefined },
+  );
+  const tokens = head.map((m) => estimateTokens(m, dialect));
+  const budget = ledgerBudget(
+    CONTEXT_WINDOW,
+    LEDGER,
+    0,
+    plan.middle.reduce((s, i) => s + tokens[i], 0),
+  );
+  const proposal = summaryProposal(
+    head,
+    head.map((_, i) => i + 1),
+    plan,
+    dialect,
+    summary.text,
+    emptyLedger(),
+    { requestChars: LEDGER.requestChars, budgetTokens: budget },
+  );
+  const textOf = (messages: Message[]) => messages.map((m) => `${dialect.texts(m).join('\n')}\n${dialect.textOf(m)}`).join('\n');
+  const paths = [
+    ...new Set(
+      factsOf(
+        plan.middle.map((i) => head[i]),
+        dialect,
+        LEDGER.requestChars,
+      ).paths,
+    ),
+  ];
+  const withLedger = textOf(proposal.candidate.map((c) => c.message));
+  const without = textOf(buildCandidate(plan, summary.text, head, dialect).map((c) => c.message));
+  return { source: session.source, paths: paths.length, withLedger: findable(paths, withLedger), withoutLedger: findable(paths, without) };
+}
+
+const pct = (x: number | undefined) => (x === undefined ? '' : `${(100 * x).toFixed(1)}%`);
+const mean = (xs: number[]) => (xs.length === 0 ? undefined : xs.reduce((a, b) => a + b, 0) / xs.length);
+const min = (xs: number[]) => (xs.length === 0 ? undefined : Math.min(...xs));
+
+async function main() {
+  const llm = await startFakeLlm();
+  llm.setDefault({ text: LOSSY });
+  const lossy = createLlmSummariser(
+    { apiKey: 'bench', baseURL: llm.baseURL, model: 'lossy-stub', api: 'chat', stream: false },
+    { stallTimeoutMs: 30_000, requestTimeoutMs: 30_000 },
+  );
+  const builtin: Summariser = {
+    model: 'builtin-extractive',
+    description: 'built-in extractive',
+    summarise: async (request) => ({ text: (await import('../src/compaction/extractive-summary')).extractiveSummary(request), model: 'builtin-extractive' }),
+  };
+  const sessions = [...corpusSessions(), ...generatedSessions()];
+  console.log(`${sessions.length} sessions (${sessions.filter((s) => s.source.startsWith('corpus')).length} from the corpus), ${COMPACTIONS} compactions each`);
+  const measures: Measure[] = [];
+  for (const session of sessions) {
+    for (const [name, summariser] of [
+      ['builtin', builtin],
+      ['lossy', lossy],
+    ] as const) {
+      for (const rung of ['summary', 'masking first'] as const) measures.push(...(await replay(session, summariser, name, rung)));
+    }
+  }
+  const baseline: Array<{ summariser: string; source: string; paths: number; withLedger: number; withoutLedger: number }> = [];
+  for (const session of sessions.filter((x) => x.source.startsWith('corpus') && x.dialect === 'anthropic')) {
+    for (const [name, summariser] of [
+      ['builtin', builtin],
+      ['lossy', lossy],
+    ] as const) {
+      const once = await forcedOnce(session, summariser);
+      if (once) baseline.push({ summariser: name, ...once });
+    }
+  }
+  await llm.close();
+
+  const rows: string[] = [];
+  rows.push(
+    '| sessions | dialect | summariser | rung | after | planted requests | planted paths | planted ids | corrections current | requests kept | paths | ids | paths without ledger | ids without ledger | masked / refused | tokens before → after |',
+  );
+  rows.push('|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  const groups = new Map<string, Measure[]>();
+  for (const m of measures) {
+    const key = `${m.source.startsWith('corpus') ? 'corpus' : 'generated'}|${m.dialect}|${m.summariser}|${m.rung}|${m.compactions}`;
+    groups.set(key, [...(groups.get(key) ?? []), m]);
+  }
+  for (const [key, ms] of groups) {
+    const [kind, dialect, summariser, rung, n] = key.split('|');
+    const planted = ms.filter((m) => m.plantedRequests !== undefined);
+    rows.push(
+      `| ${kind} (${ms.length}) | ${dialect} | ${summariser} | ${rung} | ${n} | ${pct(min(planted.map((m) => m.plantedRequests!)))} | ${pct(min(planted.map((m) => m.plantedPaths!)))} | ${pct(
+        min(planted.map((m) => m.plantedIdentifiers!)),
+      )} | ${pct(min(planted.map((m) => m.correctionsCurrent!)))} | ${pct(min(ms.map((m) => m.requests)))} | ${pct(min(ms.map((m) => m.paths)))} | ${pct(
+        min(ms.map((m) => m.identifiers)),
+      )} | ${pct(mean(ms.map((m) => m.pathsWithoutLedger)))} | ${pct(mean(ms.map((m) => m.identifiersWithoutLedger)))} | ${ms.reduce((s, m) => s + m.masked, 0)} / ${ms.reduce(
+        (s, m) => s + m.refused,
+        0,
+      )} | ${Math.round(mean(ms.map((m) => m.tokensBefore))!)} → ${Math.round(mean(ms.map((m) => m.tokensAfter))!)} |`,
+    );
+  }
+  console.log(rows.join('\n'));
+  if (baseline.length > 0) {
+    console.log('\nClaude Code transcripts of the corpus, each force-compacted once (file paths of the summarised range findable in the head):');
+    for (const name of ['builtin', 'lossy']) {
+      const rows = baseline.filter((b) => b.summariser === name);
+      const sum = (k: 'paths' | 'withLedger' | 'withoutLedger') => rows.reduce((a, b) => a + b[k], 0);
+      console.log(
+        `- ${name}: with the ledger ${sum('withLedger')} of ${sum('paths')}, without it ${sum('withoutLedger')} of ${sum('paths')} (${rows.length} transcripts)`,
+      );
+    }
+  }
+  if (refusals.length > 0) console.log(`\nRefused compactions (the head stays as it was):\n${refusals.map((r) => `- ${r}`).join('\n')}`);
+  console.log('\nShares are the minimum over the sessions of a row (without-ledger columns: the mean); tokens are means.');
+  const dir = path.join(PROJECT_ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, quick ? 'fidelity-quick.json' : 'fidelity.json');
+  writeFileSync(file, `${JSON.stringify({ ranAt: new Date().toISOString(), quick, measures, baseline }, null, 2)}\n`);
+  console.log(`\nwrote ${path.relative(PROJECT_ROOT, file)}`);
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
