@@ -78,6 +78,10 @@ describe('the inspector', () => {
     await page.click('#compactions tbody tr a');
     await page.waitForURL(/\/compactions\//);
     expect(await page.locator('#summary').textContent()).toContain('SUMMARY-TEXT-9931');
+    // The ledger the compaction committed, as JSON: the summarised requests, verbatim.
+    const ledger = JSON.parse((await page.locator('#ledger').textContent()) ?? 'null') as { requests: Array<{ text: string }> };
+    expect(ledger.requests.length).toBeGreaterThan(0);
+    expect(ledger.requests.every((r) => /^Request \d+: please refactor module \d+;/.test(r.text))).toBe(true);
     const kept = page.locator('#result .kind-kept', { hasText: lastRequest });
     expect(await kept.count()).toBe(1);
     expect(await page.locator('#parent .fate-kept', { hasText: lastRequest }).count()).toBe(1);

@@ -8,4 +8,5 @@ export {
 export { CompactingSession, type CompactingSessionOptions } from './agents-session';
 export * from '../errors';
 export type { ChatMessage, ContentPart, MessageRole, OtherContentPart, TextContentPart } from '../compaction/messages';
+export type { Ledger, LedgerCommand, LedgerError, LedgerFile, LedgerRequest, FoldCounts, FileAction } from '../compaction/ledger';
 export type { CompactResult, CompactionOutcome, CompactionMode, LineageState, QueuedRequestView } from '../workflows/contract';

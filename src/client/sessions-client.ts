@@ -24,6 +24,7 @@ import { clientTracingInterceptors, installTracingFromConfig } from '../tracing'
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
 import { checkText, codePointLength } from '../compaction/text';
 import { isJsonObject } from '../compaction/json';
+import { type Ledger, ledgerFrom } from '../compaction/ledger';
 import { encryptedDataConverter } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
 import { clientConnectionOptions } from '../temporal-connection';
@@ -793,6 +794,17 @@ export class SessionsClient {
   /** The namespace and workflow id of a lineage, for links to the Temporal Web UI. */
   workflowLocation(lineageId: string): { namespace: string; workflowId: string } {
     return { namespace: this.config.temporal.namespace, workflowId: lineageWorkflowId(lineageId) };
+  }
+
+  /**
+   * The ledger the lineage's head carries (src/compaction/ledger.ts): the user's requests and
+   * corrections, files, commands, open errors and identifiers its compactions kept, as JSON;
+   * null before the first compaction (Postgres only).
+   */
+  async ledger(sessionId: string): Promise<Ledger | null> {
+    checkSessionId(sessionId);
+    const stored = await readWithRetry(() => store.sessionLedger(this.database.db, sessionId));
+    return stored === null ? null : ledgerFrom(stored);
   }
 
   /** The integrity audit of one lineage (Postgres only). */

@@ -868,6 +868,11 @@ export async function recordedAnswer(db: Database, lineageId: string, requestId:
   return (await callFunction<CompactResult | null>(db, sql`select session_recorded_answer(${lineageId}, ${requestId}) as result`)) ?? undefined;
 }
 
+/** The ledger of a session's lineage head, by any session id of it (SQL session_ledger; null before its first compaction with a ledger). */
+export async function sessionLedger(db: Executor, sessionId: string): Promise<JsonValue | null> {
+  return callFunction<JsonValue | null>(db, sql`select session_ledger(${sessionId}) as result`);
+}
+
 /** The ledger of the lineage's current head (null before its first compaction with a ledger). */
 export async function headLedger(db: Executor, lineageId: string): Promise<JsonValue | null> {
   const [row] = await db.select({ ledger: lineages.ledger }).from(lineages).where(eq(lineages.id, lineageId));

@@ -480,6 +480,13 @@ class SessionsClient:
         check_session_id(session_id)
         return await self._call("select session_lineage(%s)", (session_id,))
 
+    async def ledger(self, session_id: str) -> dict[str, Any] | None:
+        """The ledger the lineage's head carries (SQL ``session_ledger``): the user's requests and
+        corrections, files, commands, open errors and identifiers its compactions kept; None
+        before the first compaction."""
+        check_session_id(session_id)
+        return await self._call("select session_ledger(%s)", (session_id,))
+
     # ---- compaction (Temporal) ------------------------------------------------------------
 
     async def recorded_answer(self, lineage_id: str, request_id: str) -> dict[str, Any] | None:

@@ -53,6 +53,29 @@ async def test_create_append_compact_read(client):
     assert state["headSessionId"] == f"{sid}--g1" and state["compactions"] == 1
 
 
+async def test_the_ledger_of_the_head_quotes_every_summarised_request(client):
+    sid = unique_id("py-ledger")
+    await client.create_session(sid)
+    assert await client.ledger(sid) is None  # no compaction yet
+    messages = conversation(12)
+    await client.append(sid, messages)
+    result = await client.compact(sid, force=True)
+    assert result["outcome"] == "compacted"
+    ledger = await client.ledger(result["sessionId"])
+    assert ledger is not None and ledger["version"] == 1
+    requests = [m["content"] for m in messages if m["role"] == "user"]
+    kept = [m["content"] for m in result["messages"] if m["role"] == "user"]
+    # Every request is in the ledger (verbatim), kept verbatim in the head, or counted as folded (a
+    # transcript of mostly requests folds its oldest to stay smaller), by this test's own list.
+    listed = [r["text"] for r in ledger["requests"]]
+    assert set(listed + kept) <= set(requests) and len(set(listed + kept)) + ledger["folded"]["requests"] == len(requests)
+    assert listed
+    summary = next(m for m in result["messages"] if m.get("name") == "context_summary")
+    assert all(r["text"] in summary["content"] for r in ledger["requests"])
+    with pytest.raises(SessionNotFoundError):
+        await client.ledger(unique_id("py-no-such"))
+
+
 async def test_stale_caller_gets_the_head(client):
     sid = unique_id("py-stale")
     await client.create_session(sid)
