@@ -28,10 +28,10 @@ import path from 'node:path';
 import { ledgerBudget } from '../src/activities/compaction';
 import { createLlmSummariser, summariseInChunks, type Summariser } from '../src/activities/summariser';
 import { buildCandidate } from '../src/compaction/candidate';
-import { type DialectName, dialectOf, type Message } from '../src/compaction/dialects';
+import { type Dialect, type DialectName, dialectOf, type Message } from '../src/compaction/dialects';
 import { factsOf, type Ledger, ledgerFrom, emptyLedger, renderLedger } from '../src/compaction/ledger';
 import { runGates } from '../src/compaction/gates';
-import { planCompaction } from '../src/compaction/plan';
+import { type CompactionPlan, planCompaction } from '../src/compaction/plan';
 import { maskingProposal, summaryProposal } from '../src/compaction/proposal';
 import { latestUserRequestText } from '../src/compaction/summary-prompt';
 import { estimateTextTokens, estimateTokens } from '../src/compaction/tokens';
@@ -122,6 +122,16 @@ function turns(session: Session): Message[][] {
   return marks.map((from, k) => session.messages.slice(from, marks[k + 1] ?? session.messages.length));
 }
 
+/** The summariser's prose for a plan's middle, as the activity asks for it. */
+async function summarise(summariser: Summariser, head: Message[], plan: CompactionPlan, dialect: Dialect, force: boolean): Promise<string> {
+  const summary = await summariseInChunks(
+    summariser,
+    { middle: plan.middle.map((i) => head[i]), previousSummary: plan.previousSummary, force, latestUserRequest: latestUserRequestText(head, dialect), dialect },
+    { inputBudgetTokens: 100_000, signal: new AbortController().signal, onProgress: () => undefined },
+  );
+  return summary.text;
+}
+
 const refusals: string[] = [];
 const share = (found: number, total: number) => (total === 0 ? 1 : found / total);
 const findable = (facts: readonly string[], text: string) => facts.filter((f) => text.includes(f)).length;
@@ -164,18 +174,7 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
         : undefined;
     let prose = '';
     if (!proposal && plan.middle.length > 0) {
-      const summary = await summariseInChunks(
-        summariser,
-        {
-          middle: plan.middle.map((i) => head[i]),
-          previousSummary: plan.previousSummary,
-          force: false,
-          latestUserRequest: latestUserRequestText(head, dialect),
-          dialect,
-        },
-        { inputBudgetTokens: 100_000, signal: new AbortController().signal, onProgress: () => undefined },
-      );
-      prose = summary.text;
+      prose = await summarise(summariser, head, plan, dialect, false);
       const budget = ledgerBudget(
         CONTEXT_WINDOW,
         LEDGER,
@@ -287,17 +286,7 @@ async function forcedOnce(
   if (dialect.holdReason(head)) return undefined;
   const plan = planCompaction(head, { ...PLAN, force: true, dialect });
   if (plan.middle.length === 0) return undefined;
-  const summary = await summariseInChunks(
-    summariser,
-    {
-      middle: plan.middle.map((i) => head[i]),
-      previousSummary: plan.previousSummary,
-      force: true,
-      latestUserRequest: latestUserRequestText(head, dialect),
-      dialect,
-    },
-    { inputBudgetTokens: 100_000, signal: new AbortController().signal, onProgress: () => undefined },
-  );
+  const prose = await summarise(summariser, head, plan, dialect, true);
   const tokens = head.map((m) => estimateTokens(m, dialect));
   const budget = ledgerBudget(
     CONTEXT_WINDOW,
@@ -310,7 +299,7 @@ async function forcedOnce(
     head.map((_, i) => i + 1),
     plan,
     dialect,
-    summary.text,
+    prose,
     emptyLedger(),
     { requestChars: LEDGER.requestChars, budgetTokens: budget },
   );
@@ -325,7 +314,7 @@ async function forcedOnce(
     ),
   ];
   const withLedger = textOf(proposal.candidate.map((c) => c.message));
-  const without = textOf(buildCandidate(plan, summary.text, head, dialect).map((c) => c.message));
+  const without = textOf(buildCandidate(plan, prose, head, dialect).map((c) => c.message));
   return { source: session.source, paths: paths.length, withLedger: findable(paths, withLedger), withoutLedger: findable(paths, without) };
 }
 

@@ -55,7 +55,7 @@ export interface JobResult extends Omit<CompactResult, 'requestId' | 'sessionId'
 }
 
 /** The masking rung's target for a lineage: a share of its threshold, or of its context window; none when it has neither. */
-export function maskingTarget(lineage: { compactAtTokens: number | null; contextWindow: number | null }, targetPercent: number): number | undefined {
+function maskingTarget(lineage: { compactAtTokens: number | null; contextWindow: number | null }, targetPercent: number): number | undefined {
   const base = lineage.compactAtTokens ?? lineage.contextWindow;
   return base === null ? undefined : Math.floor((base * targetPercent) / 100);
 }
@@ -76,7 +76,7 @@ export function ledgerBudget(
   const share = contextWindow === null ? bound.maxTokens : Math.min(bound.maxTokens, Math.floor((contextWindow * bound.percent) / 100));
   return Math.min(share, previousTokens + Math.floor(middleTokens * LEDGER_SHARE_OF_MIDDLE));
 }
-export const LEDGER_SHARE_OF_MIDDLE = 0.5;
+const LEDGER_SHARE_OF_MIDDLE = 0.5;
 
 /** What the activity reports in its heartbeats: the Web UI, `state` and the inspector show it. */
 export interface HeartbeatDetails {

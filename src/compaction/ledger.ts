@@ -72,11 +72,9 @@ export interface Ledger {
 export interface LedgerOptions {
   /** A request is kept verbatim up to this many UTF-16 units, the cut marked. */
   requestChars: number;
-  /** The rendered ledger's bound in tokens; entries fold, in FOLD_ORDER, to fit. */
+  /** The rendered ledger's bound in tokens; entries fold, in foldLedger's order, to fit. */
   budgetTokens: number;
 }
-
-export const DEFAULT_LEDGER_OPTIONS: LedgerOptions = { requestChars: 500, budgetTokens: 4000 };
 
 export const emptyLedger = (): Ledger => ({
   version: 1,
@@ -290,7 +288,7 @@ function upsertCommand(ledger: Ledger, raw: string, outcome: { summary: string; 
 // rendering and folding
 
 /** The line that opens the ledger in a summary: the planner splits a previous summary's prose from its ledger here. */
-export const LEDGER_HEADING = '## Ledger (kept by session-compaction from the summarised messages, verbatim where quoted)';
+const LEDGER_HEADING = '## Ledger (kept by session-compaction from the summarised messages, verbatim where quoted)';
 
 const LEDGER_END = '(end of ledger)';
 
@@ -321,23 +319,11 @@ export function renderLedger(ledger: Ledger): string {
 }
 
 /**
- * What folds first when the ledger is over its budget, oldest first within each step:
- * resolved errors (not rendered anyway), commands that succeeded, files only read or
- * mentioned, superseded requests, identifiers, other files, failed commands, open errors,
- * and last the current requests.
+ * Folds entries into counts until the rendering fits the budget. What folds first, oldest
+ * first within each step: resolved errors (never rendered, folded at once), commands that
+ * succeeded, files only read or mentioned, superseded requests, identifiers, other files,
+ * failed commands, open errors, and last the current requests.
  */
-export const FOLD_ORDER = [
-  'resolved errors',
-  'commands that succeeded',
-  'files read or mentioned',
-  'superseded requests',
-  'identifiers',
-  'files changed',
-  'failed commands',
-  'open errors',
-  'requests',
-] as const;
-
 function foldLedger(ledger: Ledger, budgetTokens: number): Ledger {
   // Resolved errors are never rendered: they fold at once.
   const resolved = ledger.errors.filter((e) => e.resolved).length;

@@ -16,7 +16,7 @@ import { latestUserRequestIndex, type CompactionPlan } from './plan';
 export const MASK_PREFIX = '[tool output masked by session-compaction:';
 
 /** The placeholder for one result: its size, its tool, its outcome, and where the original is. */
-export function maskPlaceholder(result: ToolResult, toolName: string | undefined): string {
+function maskPlaceholder(result: ToolResult, toolName: string | undefined): string {
   const outcome = outcomeOf(result.text, result.isError);
   const tool = toolName ?? result.name;
   const said = outcome.summary.replace(/"/g, "'").replace(/]/g, ')');
