@@ -226,6 +226,39 @@ describe.each(DIALECT_NAMES)('the ledger (%s)', (name) => {
   });
 });
 
+describe('no lone surrogate from a cut', () => {
+  const wellFormed = (s: string) => (s as string & { isWellFormed(): boolean }).isWellFormed();
+  it('cuts requests, error lines, placeholders and gate reasons on grapheme boundaries', () => {
+    const dialect = dialectOf('openai-chat');
+    const astral = (n: number) => `${'a'.repeat(n)}😀🧑‍💻 and more`;
+    const messages: Message[] = [
+      { role: 'system', content: 'agent' },
+      { role: 'user', content: astral(499) },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command":"make"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: `error: ${astral(149)}\n${'trace line\n'.repeat(200)}Exit code: 2` },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'next' },
+    ];
+    const ledger = buildLedger(
+      emptyLedger(),
+      messages.map((message, i) => ({ message, seq: i + 1 })),
+      dialect,
+      OPTIONS,
+    );
+    expect(ledger.requests[0].cut).toBeGreaterThan(0);
+    expect(wellFormed(renderLedger(ledger))).toBe(true);
+    const plan = { head: [0], middle: [1, 2, 3, 4], tail: [5] };
+    const tokens = messages.map((m) => estimateTokens(m, dialect));
+    const total = tokens.reduce((a, b) => a + b, 0);
+    const masked = maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), total - 1);
+    expect(masked?.masked).toEqual([3]);
+    for (const m of masked!.entries) for (const r of dialect.toolResults(m.message)) expect(wellFormed(r.text)).toBe(true);
+    const demand = { expected: { requests: [astral(56)], paths: [], identifiers: [] }, folded: { requests: 0, paths: 0, identifiers: 0 } };
+    const reason = keepsFacts([messages[0]], demand, dialect);
+    expect(reason !== undefined && wellFormed(reason)).toBe(true);
+  });
+});
+
 describe('the summary text', () => {
   it('splits the prose from the ledger, so the summariser updates prose only', () => {
     const ledger = { ...emptyLedger(), identifiers: ['PROJ-1'] };

@@ -5,6 +5,7 @@
  * ledger records and what the gate demands come from these functions. Pure.
  */
 import { isJsonObject, type JsonValue } from './json';
+import { cutText } from './text';
 
 /** File extensions a bare name (`README.md`, `main.py`) must end with to count as a path. */
 const EXTENSIONS =
@@ -114,7 +115,7 @@ const ERROR_LINE = /(?:error|exception|traceback|failed|failure|fatal|cannot|not
 function firstMatchingLine(text: string): string | undefined {
   for (const line of text.split('\n')) {
     const t = line.trim();
-    if (t && ERROR_LINE.test(t)) return t.length > 160 ? `${t.slice(0, 157)}...` : t;
+    if (t && ERROR_LINE.test(t)) return t.length > 160 ? `${cutText(t, 157)}...` : t;
   }
   return undefined;
 }
@@ -132,6 +133,6 @@ export function outcomeOf(text: string, isError: boolean): CommandOutcome {
     const line = code !== 0 ? firstMatchingLine(text) : undefined;
     return { failed: code !== 0 || isError, summary: `exit ${code}${line ? `: ${line}` : ''}` };
   }
-  if (isError) return { failed: true, summary: `error: ${firstMatchingLine(text) ?? text.trim().split('\n')[0]?.slice(0, 160) ?? ''}` };
+  if (isError) return { failed: true, summary: `error: ${firstMatchingLine(text) ?? cutText(text.trim().split('\n')[0] ?? '', 160)}` };
   return { failed: false, summary: 'ok' };
 }

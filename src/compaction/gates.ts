@@ -10,6 +10,7 @@ import { openaiChat } from './dialects/openai-chat';
 import { jsonEqual } from './json';
 import type { Facts } from './ledger';
 import { latestUserRequestIndex } from './plan';
+import { cutText } from './text';
 
 const GATES = ['providerValid', 'latestUserRequest', 'openToolCalls', 'facts', 'smaller', 'noForgedSummary'] as const;
 type GateName = (typeof GATES)[number];
@@ -68,7 +69,7 @@ export function keepsLatestUserRequest(before: readonly Message[], after: readon
   const at = latestUserRequestIndex(dialect, before);
   if (at < 0) return undefined;
   const latest = before[at];
-  if (!after.some((m) => jsonEqual(m, latest))) return `the latest user request ("${dialect.textOf(latest).slice(0, 80)}") is not kept verbatim`;
+  if (!after.some((m) => jsonEqual(m, latest))) return `the latest user request ("${cutText(dialect.textOf(latest), 80)}") is not kept verbatim`;
   return undefined;
 }
 
@@ -106,7 +107,7 @@ export function keepsFacts(after: readonly Message[], demand: FactsDemand, diale
   for (const [, what, expected, folded] of kinds) {
     const missing = [...new Set(expected)].filter((fact) => !haystack.includes(fact));
     if (missing.length > folded) {
-      const shown = missing.slice(0, 3).map((f) => JSON.stringify(f.length > 60 ? `${f.slice(0, 57)}...` : f));
+      const shown = missing.slice(0, 3).map((f) => JSON.stringify(f.length > 60 ? `${cutText(f, 57)}...` : f));
       return `${missing.length} ${what}(s) of the summarised range are not in the new head and the ledger folded ${folded}: ${shown.join(', ')}${missing.length > 3 ? ', ...' : ''}`;
     }
   }
