@@ -5,7 +5,7 @@
  * ledger records and what the gate demands come from these functions. Pure.
  */
 import { isJsonObject, type JsonValue } from './json';
-import { cutText } from './text';
+import { cutText, textRuleViolation } from './text';
 
 /** File extensions a bare name (`README.md`, `main.py`) must end with to count as a path. */
 const EXTENSIONS =
@@ -33,6 +33,7 @@ const trimTrailing = (s: string) => s.replace(/[.,;:!?'"`)\]}>]+$/u, '');
 export function pathsIn(text: string): string[] {
   const out = new Set<string>();
   for (const raw of text.replace(URL, ' ').split(/[\s"'`()[\]{}<>,;|=*]+/u)) {
+    if (raw.length > 320) continue; // no path is that long; and the trims below would take quadratic time on it
     const candidate = trimTrailing(raw.replace(/(?::\d+){1,2}$/u, '')).replace(/\/+$/u, '');
     if (candidate.length < 3 || candidate.length > 300 || !PATH_TOKEN.test(candidate)) continue;
     if (/^[\d./-]+$/u.test(candidate) || /^\.+$/u.test(candidate.replace(/\//g, ''))) continue; // numbers, dates, versions, dots
@@ -48,7 +49,7 @@ export function identifiersIn(text: string): string[] {
   const out = new Set<string>();
   let rest = text;
   for (const pattern of [URL, ...IDENTIFIERS]) {
-    for (const match of rest.matchAll(pattern)) out.add(pattern === URL ? trimTrailing(match[0]) : match[0]);
+    for (const match of rest.matchAll(pattern)) if (match[0].length <= 2048) out.add(pattern === URL ? trimTrailing(match[0]) : match[0]);
     rest = rest.replace(pattern, ' '); // a UUID's first group is not also a commit hash
   }
   return [...out];
@@ -57,32 +58,64 @@ export function identifiersIn(text: string): string[] {
 /**
  * Whether a user request corrects the one before it: it opens with a correction ("actually",
  * "no,", "instead", "wait", "scratch that", "I meant", "change of plan", "correction", "rather",
- * "forget that", "never mind", "don't").
+ * "forget that", "never mind"). "Don't" and "stop" open new requests as often as corrections, so
+ * they do not count.
  */
 export function isCorrection(text: string): boolean {
-  return /^\s*(?:actually\b|no[,.!:;]|nope\b|wait\b|instead\b|correction\b|scratch that\b|sorry,? i meant\b|i meant\b|rather\b|change of plans?\b|forget (?:that|what i said|it)\b|never ?mind\b|don'?t\b|do not\b|stop\b|update:|not \S+,? but\b)/iu.test(
+  return /^\s*(?:actually\b|no[,.!:;]|nope\b|wait\b|instead\b|correction\b|scratch that\b|sorry,? i meant\b|i meant\b|rather\b|change of plans?\b|forget (?:that|what i said|it)\b|never ?mind\b|update:|not \S+,? but\b)/iu.test(
     text,
   );
 }
 
-/** A tool input as an object: JSON text parsed, anything else as it came. */
+/** How deep, and how many strings, the ledger reads of one tool input. */
+const MAX_INPUT_DEPTH = 32;
+const MAX_INPUT_STRINGS = 2000;
+
+/**
+ * Every string inside a value (object values, array items), in order, walked without recursion
+ * and bounded (MAX_INPUT_DEPTH levels, MAX_INPUT_STRINGS strings): a tool input nested
+ * thousands deep is read as far as the bound, never overflowing the stack. Undefined when the
+ * value is deeper than the bound.
+ */
+function boundedStrings(value: JsonValue | undefined): string[] | undefined {
+  const out: string[] = [];
+  const stack: Array<{ value: JsonValue | undefined; depth: number }> = [{ value, depth: 0 }];
+  while (stack.length > 0 && out.length < MAX_INPUT_STRINGS) {
+    const { value: v, depth } = stack.pop()!;
+    if (typeof v === 'string') out.push(v);
+    else if (Array.isArray(v) || isJsonObject(v)) {
+      if (depth >= MAX_INPUT_DEPTH) return undefined;
+      const children = Array.isArray(v) ? v : Object.values(v);
+      for (let i = children.length - 1; i >= 0; i--) stack.push({ value: children[i], depth: depth + 1 });
+    }
+  }
+  return out;
+}
+
+/**
+ * A tool input as an object: JSON text parsed, anything else as it came. A parse that is
+ * deeper than the ledger reads, or that yields text the text rule refuses (a NUL or a lone
+ * surrogate written as an escape, which the append check cannot see in the JSON text), is
+ * read as the text it came as.
+ */
 export function parsedInput(input: JsonValue): JsonValue {
   if (typeof input !== 'string') return input;
   const trimmed = input.trim();
   if (!trimmed.startsWith('{') && !trimmed.startsWith('[')) return input;
+  let parsed: JsonValue;
   try {
-    return JSON.parse(trimmed) as JsonValue;
+    parsed = JSON.parse(trimmed) as JsonValue;
   } catch {
     return input;
   }
+  const strings = boundedStrings(parsed);
+  if (strings === undefined || strings.some((s) => textRuleViolation(s) !== undefined)) return input;
+  return parsed;
 }
 
-/** Every string inside a value (object values, array items), in order. */
-export function stringsIn(value: JsonValue | undefined, out: string[] = []): string[] {
-  if (typeof value === 'string') out.push(value);
-  else if (Array.isArray(value)) for (const v of value) stringsIn(v, out);
-  else if (isJsonObject(value)) for (const v of Object.values(value)) stringsIn(v, out);
-  return out;
+/** Every string inside a value, in order, bounded as the ledger reads tool inputs (an input deeper than the bound gives none). */
+export function stringsIn(value: JsonValue | undefined): string[] {
+  return boundedStrings(value) ?? [];
 }
 
 const SHELL_TOOL = /^(?:bash|shell|sh|zsh|terminal|run|run_command|run_shell_command|execute|execute_command|exec|exec_command|local_shell|command|cmd)$/i;
