@@ -31,15 +31,15 @@ export interface GateInput {
    * if any. Default true.
    */
   requireSummary?: boolean;
-  /** What the `facts` gate demands: the facts of the summarised range and of the previous ledger, and how many the new ledger folded. */
+  /** What the `facts` gate demands: the facts of the summarised range and of the previous ledger, and which the new ledger folded. */
   facts?: FactsDemand;
   dialect?: Dialect;
 }
 
 export interface FactsDemand {
   expected: Facts;
-  /** Entries the new ledger folded into counts (the fold policy accounts for that many missing facts of each kind). */
-  folded: { requests: number; paths: number; identifiers: number };
+  /** The facts the new ledger folded into counts: the fold policy accounts for exactly these going missing. */
+  folded: Facts;
 }
 
 export interface GateReport {
@@ -94,21 +94,22 @@ const haystackOf = (messages: readonly Message[], dialect: Dialect) => messages.
 /**
  * (d) Nothing the agent must still know is gone: every user request (verbatim up to the
  * ledger's bound), file path and identifier of the summarised range and of the previous
- * ledger is findable in the new head (ledger, summary or kept messages), or the ledger folded
- * at least as many entries of that kind into counts.
+ * ledger is findable in the new head (ledger, summary or kept messages), or is one the new
+ * ledger folded into a count.
  */
 export function keepsFacts(after: readonly Message[], demand: FactsDemand, dialect: Dialect = openaiChat): string | undefined {
   const haystack = haystackOf(after, dialect);
   const kinds = [
-    ['requests', 'user request', demand.expected.requests, demand.folded.requests],
-    ['paths', 'file path', demand.expected.paths, demand.folded.paths],
-    ['identifiers', 'identifier', demand.expected.identifiers, demand.folded.identifiers],
+    ['user request', demand.expected.requests, demand.folded.requests],
+    ['file path', demand.expected.paths, demand.folded.paths],
+    ['identifier', demand.expected.identifiers, demand.folded.identifiers],
   ] as const;
-  for (const [, what, expected, folded] of kinds) {
-    const missing = [...new Set(expected)].filter((fact) => !haystack.includes(fact));
-    if (missing.length > folded) {
+  for (const [what, expected, folded] of kinds) {
+    const accounted = new Set(folded);
+    const missing = [...new Set(expected)].filter((fact) => !accounted.has(fact) && !haystack.includes(fact));
+    if (missing.length > 0) {
       const shown = missing.slice(0, 3).map((f) => JSON.stringify(f.length > 60 ? `${cutText(f, 57)}...` : f));
-      return `${missing.length} ${what}(s) of the summarised range are not in the new head and the ledger folded ${folded}: ${shown.join(', ')}${missing.length > 3 ? ', ...' : ''}`;
+      return `${missing.length} ${what}(s) of the summarised range are not in the new head and the ledger did not fold them: ${shown.join(', ')}${missing.length > 3 ? ', ...' : ''}`;
     }
   }
   return undefined;

@@ -179,19 +179,94 @@ export function ledgerFacts(ledger: Ledger): Facts {
 
 const RANK: Record<FileAction, number> = { mentioned: 0, read: 1, edited: 2, created: 2, deleted: 2 };
 
-function addFile(files: LedgerFile[], path: string, action: FileAction) {
-  const known = files.find((f) => f.path === path);
-  if (!known) {
-    files.push({ path, action, times: 1 });
-    return;
+/**
+ * A ledger being built: its entries keyed, in order of last touch (a Map keeps insertion order;
+ * an entry touched again moves to the end), so that merging and folding stay linear in the
+ * number of entries however many a session holds.
+ */
+class LedgerDraft {
+  readonly requests: LedgerRequest[];
+  private readonly requestSeqs: Set<number>;
+  readonly files = new Map<string, LedgerFile>();
+  readonly commands = new Map<string, LedgerCommand>();
+  readonly errors: LedgerError[];
+  private readonly openErrors = new Map<string, LedgerError[]>();
+  readonly identifiers: Set<string>;
+  readonly folded: FoldCounts;
+
+  constructor(previous: Ledger) {
+    const copy = JSON.parse(JSON.stringify(previous)) as Ledger;
+    this.requests = copy.requests;
+    this.requestSeqs = new Set(copy.requests.map((r) => r.seq));
+    for (const f of copy.files) this.files.set(f.path, f);
+    for (const c of copy.commands) this.commands.set(c.command, c);
+    this.errors = copy.errors;
+    for (const e of copy.errors) if (!e.resolved) this.openErrors.set(e.source, [...(this.openErrors.get(e.source) ?? []), e]);
+    this.identifiers = new Set(copy.identifiers);
+    this.folded = copy.folded;
   }
-  known.times++;
-  if (action === 'mentioned') return; // a mention never hides what was done to it
-  if (action === 'created' && known.action !== 'mentioned' && known.action !== 'read' && known.action !== 'deleted') known.action = 'edited';
-  else if (RANK[action] >= RANK[known.action] || known.action === 'deleted' || action === 'deleted') known.action = action;
-  // Re-place it last: the entries stay ordered by last touch, so folding takes the oldest.
-  files.splice(files.indexOf(known), 1);
-  files.push(known);
+
+  hasRequest(seq: number): boolean {
+    return this.requestSeqs.has(seq);
+  }
+
+  addRequest(request: LedgerRequest) {
+    this.requests.push(request);
+    this.requestSeqs.add(request.seq);
+  }
+
+  addFile(path: string, action: FileAction) {
+    const known = this.files.get(path);
+    if (!known) {
+      this.files.set(path, { path, action, times: 1 });
+      return;
+    }
+    known.times++;
+    if (action === 'mentioned') return; // a mention never hides what was done to it
+    if (action === 'created' && known.action !== 'mentioned' && known.action !== 'read' && known.action !== 'deleted') known.action = 'edited';
+    else if (RANK[action] >= RANK[known.action] || known.action === 'deleted' || action === 'deleted') known.action = action;
+    // Re-placed last: the entries stay ordered by last touch, so folding takes the oldest.
+    this.files.delete(path);
+    this.files.set(path, known);
+  }
+
+  upsertCommand(raw: string, outcome: { summary: string; failed: boolean }, isResult = false) {
+    const command = oneLine(raw, 300);
+    const known = this.commands.get(command);
+    if (!known) {
+      this.commands.set(command, { command, outcome: outcome.summary, failed: outcome.failed, times: 1 });
+      return;
+    }
+    if (!isResult) known.times++;
+    known.outcome = outcome.summary;
+    known.failed = outcome.failed;
+    this.commands.delete(command);
+    this.commands.set(command, known);
+  }
+
+  addError(source: string, line: string) {
+    const error = { source, line, resolved: false };
+    this.errors.push(error);
+    this.openErrors.set(source, [...(this.openErrors.get(source) ?? []), error]);
+  }
+
+  /** A later success of the same command (or tool on the same target) resolves its errors. */
+  resolve(source: string) {
+    for (const e of this.openErrors.get(source) ?? []) e.resolved = true;
+    this.openErrors.delete(source);
+  }
+
+  ledger(): Ledger {
+    return {
+      version: 1,
+      requests: this.requests,
+      files: [...this.files.values()],
+      commands: [...this.commands.values()],
+      errors: this.errors,
+      identifiers: [...this.identifiers],
+      folded: this.folded,
+    };
+  }
 }
 
 const oneLine = (text: string, max: number) => {
@@ -199,66 +274,76 @@ const oneLine = (text: string, max: number) => {
   return flat.length > max ? `${cutText(flat, max - 3)}...` : flat;
 };
 
+/** A built ledger, and the facts its folds removed in this build (what the `facts` gate lets go missing). */
+export interface LedgerBuild {
+  ledger: Ledger;
+  folded: Facts;
+}
+
 /**
  * The ledger after a compaction: the previous one, merged with what the summarised range
  * adds, folded to the budget. `keptRequest` is the position in `range` of a request the new
  * head keeps verbatim (the latest), which the ledger leaves to the head until it is summarised.
  */
-export function buildLedger(previous: Ledger, range: readonly RangeMessage[], dialect: Dialect, options: LedgerOptions, keptRequest?: number): Ledger {
-  const ledger: Ledger = structuredCloneLedger(previous);
+export function buildLedger(previous: Ledger, range: readonly RangeMessage[], dialect: Dialect, options: LedgerOptions, keptRequest?: number): LedgerBuild {
+  const draft = new LedgerDraft(previous);
   const calls = new Map<string, { name: string; command?: string; target?: string }>();
   range.forEach(({ message, seq }, i) => {
     const text = dialect.textOf(message);
     if (dialect.isRealUserRequest(message)) {
-      for (const id of identifiersIn(text)) if (!ledger.identifiers.includes(id)) ledger.identifiers.push(id);
-      for (const p of pathsIn(text)) addFile(ledger.files, p, 'mentioned');
-      const known = seq !== null && ledger.requests.some((r) => r.seq === seq);
+      for (const id of identifiersIn(text)) draft.identifiers.add(id);
+      for (const p of pathsIn(text)) draft.addFile(p, 'mentioned');
+      const known = seq !== null && draft.hasRequest(seq);
       if (i !== keptRequest && !known && text.trim()) {
-        const full = text;
-        const kept = cutText(full, options.requestChars);
-        const correction = isCorrection(full);
-        const number = seq ?? (ledger.requests.at(-1)?.seq ?? 0) + 1;
+        const kept = cutText(text, options.requestChars);
+        const correction = isCorrection(text);
+        const number = seq ?? (draft.requests.at(-1)?.seq ?? 0) + 1;
         if (correction) {
-          const corrected = correctedBy(ledger.requests, full);
+          const corrected = correctedBy(draft.requests, text);
           if (corrected) corrected.supersededBy = number;
         }
-        ledger.requests.push({ seq: number, text: kept, cut: full.length - kept.length, correction });
+        draft.addRequest({ seq: number, text: kept, cut: text.length - kept.length, correction });
       }
     } else if (dialect.roleOf(message) === 'assistant') {
-      for (const p of pathsIn(text)) addFile(ledger.files, p, 'mentioned');
+      for (const p of pathsIn(text)) draft.addFile(p, 'mentioned');
     }
     for (const call of dialect.toolCalls(message)) {
       const files = filesOfCall(call);
-      for (const f of files) addFile(ledger.files, f.path, f.action);
+      for (const f of files) draft.addFile(f.path, f.action);
       const command = commandOf(call.name, call.input);
       const target = command ?? `${call.name} ${files.find((f) => f.action !== 'mentioned')?.path ?? ''}`.trim();
       if (call.id) calls.set(call.id, { name: call.name, command, target });
-      if (command) upsertCommand(ledger, command, { summary: 'no result seen', failed: false });
+      if (command) draft.upsertCommand(command, { summary: 'no result seen', failed: false });
     }
     for (const result of dialect.toolResults(message)) {
       const call = result.id !== undefined ? calls.get(result.id) : undefined;
       const outcome = outcomeOf(result.text, result.isError);
-      if (call?.command) upsertCommand(ledger, call.command, outcome, true);
-      const source = call?.target ?? result.name ?? 'a tool';
-      if (outcome.failed) ledger.errors.push({ source: oneLine(source, 200), line: oneLine(outcome.summary, 200), resolved: false });
-      else for (const e of ledger.errors) if (e.source === oneLine(source, 200)) e.resolved = true;
+      if (call?.command) draft.upsertCommand(call.command, outcome, true);
+      const source = oneLine(call?.target ?? result.name ?? 'a tool', 200);
+      if (outcome.failed) draft.addError(source, oneLine(outcome.summary, 200));
+      else draft.resolve(source);
     }
   });
-  return foldLedger(ledger, options.budgetTokens);
+  return foldLedger(draft.ledger(), options.budgetTokens);
 }
 
 const STOP_WORDS = new Set(['the', 'and', 'for', 'with', 'instead', 'actually', 'use', 'not', 'but', 'this', 'that', 'please', 'keep', 'of', 'to', 'in', 'on']);
 const wordsOf = (text: string) => new Set((text.toLowerCase().match(/[\p{L}\p{N}_./:-]{2,}/gu) ?? []).filter((w) => !STOP_WORDS.has(w)));
 
-/** The current request a correction replaces: the one sharing most words with it (numbers, paths, names), the latest on a tie. */
+/**
+ * The current request a correction replaces: the one sharing most words with it (numbers,
+ * paths, names), the latest on a tie; none when it shares no word with any (then it is a new
+ * request that happens to open like a correction, and nothing is superseded).
+ */
 function correctedBy(requests: LedgerRequest[], correction: string): LedgerRequest | undefined {
   const words = wordsOf(correction);
   let best: LedgerRequest | undefined;
-  let bestScore = -1;
+  let bestScore = 0;
   for (const r of requests) {
     if (r.supersededBy !== undefined) continue;
-    const shared = [...wordsOf(r.text)].filter((w) => words.has(w)).length;
-    if (shared >= bestScore) {
+    let shared = 0;
+    for (const w of wordsOf(r.text)) if (words.has(w)) shared++;
+    if (shared > 0 && shared >= bestScore) {
       best = r;
       bestScore = shared;
     }
@@ -266,29 +351,11 @@ function correctedBy(requests: LedgerRequest[], correction: string): LedgerReque
   return best;
 }
 
-function structuredCloneLedger(ledger: Ledger): Ledger {
-  return JSON.parse(JSON.stringify(ledger)) as Ledger;
-}
-
-function upsertCommand(ledger: Ledger, raw: string, outcome: { summary: string; failed: boolean }, isResult = false) {
-  const command = oneLine(raw, 300);
-  const known = ledger.commands.find((c) => c.command === command);
-  if (!known) {
-    ledger.commands.push({ command, outcome: outcome.summary, failed: outcome.failed, times: 1 });
-    return;
-  }
-  if (!isResult) known.times++;
-  known.outcome = outcome.summary;
-  known.failed = outcome.failed;
-  ledger.commands.splice(ledger.commands.indexOf(known), 1);
-  ledger.commands.push(known);
-}
-
 // ---------------------------------------------------------------------------------------------
 // rendering and folding
 
 /** The line that opens the ledger in a summary: the planner splits a previous summary's prose from its ledger here. */
-const LEDGER_HEADING = '## Ledger (kept by session-compaction from the summarised messages, verbatim where quoted)';
+export const LEDGER_HEADING = '## Ledger (kept by session-compaction from the summarised messages, verbatim where quoted)';
 
 const LEDGER_END = '(end of ledger)';
 
@@ -319,49 +386,60 @@ export function renderLedger(ledger: Ledger): string {
 }
 
 /**
- * Folds entries into counts until the rendering fits the budget. What folds first, oldest
- * first within each step: resolved errors (never rendered, folded at once), commands that
- * succeeded, files only read or mentioned, superseded requests, identifiers, other files,
- * failed commands, open errors, and last the current requests.
+ * Folds entries into counts until the rendering fits the budget, in one pass over the entries.
+ * What folds first, oldest first within each step: resolved errors (never rendered, folded at
+ * once), commands that succeeded, files only read or mentioned, superseded requests,
+ * identifiers, other files, failed commands, open errors, and last the current requests.
  */
-function foldLedger(ledger: Ledger, budgetTokens: number): Ledger {
-  // Resolved errors are never rendered: they fold at once.
+function foldLedger(ledger: Ledger, budgetTokens: number): LedgerBuild {
+  const folded: Facts = { requests: [], paths: [], identifiers: [] };
   const resolved = ledger.errors.filter((e) => e.resolved).length;
   ledger.errors = ledger.errors.filter((e) => !e.resolved);
   ledger.folded.errors += resolved;
   let tokens = estimateTextTokens(renderLedger(ledger));
-  if (tokens <= budgetTokens) return ledger;
-  type Victim = { kind: keyof FoldCounts; remove: () => number };
+  if (tokens <= budgetTokens) return { ledger, folded };
   const line = (s: string) => estimateTextTokens(s) + 1;
-  const drop =
-    <T>(list: T[], item: T, render: (t: T) => string) =>
-    () => {
-      const at = list.indexOf(item);
-      if (at >= 0) list.splice(at, 1);
-      return line(render(item));
-    };
+  const dropped = new Set<unknown>();
+  type Victim = { item: unknown; kind: keyof FoldCounts; tokens: number; fact?: () => void };
   const steps: Victim[][] = [
-    [],
-    ledger.commands.filter((c) => !c.failed).map((c) => ({ kind: 'commands', remove: drop(ledger.commands, c, commandLine) })),
-    ledger.files.filter((f) => f.action === 'read' || f.action === 'mentioned').map((f) => ({ kind: 'files', remove: drop(ledger.files, f, fileLine) })),
-    ledger.requests.filter((r) => r.supersededBy !== undefined).map((r) => ({ kind: 'requests', remove: drop(ledger.requests, r, requestLine) })),
-    ledger.identifiers.map((id) => ({ kind: 'identifiers', remove: drop(ledger.identifiers, id, (s) => `${s}, `) })),
-    ledger.files.filter((f) => f.action !== 'read' && f.action !== 'mentioned').map((f) => ({ kind: 'files', remove: drop(ledger.files, f, fileLine) })),
-    ledger.commands.filter((c) => c.failed).map((c) => ({ kind: 'commands', remove: drop(ledger.commands, c, commandLine) })),
-    ledger.errors.map((e) => ({ kind: 'errors', remove: drop(ledger.errors, e, errorLine) })),
-    ledger.requests.filter((r) => r.supersededBy === undefined).map((r) => ({ kind: 'requests', remove: drop(ledger.requests, r, requestLine) })),
+    ledger.commands.filter((c) => !c.failed).map((c) => ({ item: c, kind: 'commands', tokens: line(commandLine(c)) })),
+    ledger.files
+      .filter((f) => f.action === 'read' || f.action === 'mentioned')
+      .map((f) => ({ item: f, kind: 'files', tokens: line(fileLine(f)), fact: () => folded.paths.push(f.path) })),
+    ledger.requests
+      .filter((r) => r.supersededBy !== undefined)
+      .map((r) => ({ item: r, kind: 'requests', tokens: line(requestLine(r)), fact: () => folded.requests.push(r.text) })),
+    ledger.identifiers.map((id) => ({ item: `id:${id}`, kind: 'identifiers', tokens: line(`${id}, `), fact: () => folded.identifiers.push(id) })),
+    ledger.files
+      .filter((f) => f.action !== 'read' && f.action !== 'mentioned')
+      .map((f) => ({ item: f, kind: 'files', tokens: line(fileLine(f)), fact: () => folded.paths.push(f.path) })),
+    ledger.commands.filter((c) => c.failed).map((c) => ({ item: c, kind: 'commands', tokens: line(commandLine(c)) })),
+    ledger.errors.map((e) => ({ item: e, kind: 'errors', tokens: line(errorLine(e)) })),
+    ledger.requests
+      .filter((r) => r.supersededBy === undefined)
+      .map((r) => ({ item: r, kind: 'requests', tokens: line(requestLine(r)), fact: () => folded.requests.push(r.text) })),
   ];
+  const keep = () => {
+    ledger.requests = ledger.requests.filter((r) => !dropped.has(r));
+    ledger.files = ledger.files.filter((f) => !dropped.has(f));
+    ledger.commands = ledger.commands.filter((c) => !dropped.has(c));
+    ledger.errors = ledger.errors.filter((e) => !dropped.has(e));
+    ledger.identifiers = ledger.identifiers.filter((id) => !dropped.has(`id:${id}`));
+  };
   for (const step of steps) {
     for (const victim of step) {
       if (tokens <= budgetTokens) break;
-      tokens -= victim.remove();
+      dropped.add(victim.item);
+      tokens -= victim.tokens;
       ledger.folded[victim.kind]++;
+      victim.fact?.();
     }
     // Line estimates undercount headings: check the rendering itself before stopping.
-    if (tokens <= budgetTokens) tokens = estimateTextTokens(renderLedger(ledger));
+    keep();
+    tokens = estimateTextTokens(renderLedger(ledger));
     if (tokens <= budgetTokens) break;
   }
-  return ledger;
+  return { ledger, folded };
 }
 
 /** The prose of a summary this service wrote: its text without the ledger section. */
@@ -373,13 +451,4 @@ export function proseOf(summaryText: string): string {
 /** The summary text a compaction commits: the summariser's prose, then the ledger. */
 export function summaryWithLedger(prose: string, ledger: Ledger): string {
   return `${prose.trim()}\n\n${renderLedger(ledger)}`;
-}
-
-/** Newly folded entries between two ledgers, by the gate's kinds. */
-export function newlyFolded(before: Ledger, after: Ledger): { requests: number; paths: number; identifiers: number } {
-  return {
-    requests: after.folded.requests - before.folded.requests,
-    paths: after.folded.files - before.folded.files,
-    identifiers: after.folded.identifiers - before.folded.identifiers,
-  };
 }

@@ -7,7 +7,7 @@
 import { buildCandidate, type CandidateEntry } from './candidate';
 import type { Dialect, Message } from './dialects/types';
 import type { FactsDemand } from './gates';
-import { buildLedger, type Facts, factsOf, type Ledger, ledgerFacts, type LedgerOptions, newlyFolded, summaryWithLedger } from './ledger';
+import { buildLedger, type Facts, factsOf, type Ledger, ledgerFacts, type LedgerOptions, summaryWithLedger } from './ledger';
 import { maskOldOutputs } from './masking';
 import type { CompactionPlan } from './plan';
 
@@ -55,7 +55,7 @@ export function maskingProposal(
         ),
         ledgerFacts(previous),
       ),
-      folded: { requests: 0, paths: 0, identifiers: 0 },
+      folded: { requests: [], paths: [], identifiers: [] },
     },
     replaced: masked.masked,
     summaryIndices: masked.entries.flatMap((e, i) => (dialect.isSummary(e.message) ? [i] : [])),
@@ -78,7 +78,7 @@ export function summaryProposal(
 ): Proposal {
   const range = plan.middle.map((i) => ({ message: snapshot[i], seq: seqs[i] }));
   const kept = plan.latestUserRequest !== undefined ? plan.middle.indexOf(plan.latestUserRequest) : -1;
-  const ledger = buildLedger(previous, range, dialect, options, kept >= 0 ? kept : undefined);
+  const { ledger, folded } = buildLedger(previous, range, dialect, options, kept >= 0 ? kept : undefined);
   const candidate = buildCandidate(plan, summaryWithLedger(prose, ledger), snapshot, dialect);
   return {
     rung: 'summary',
@@ -93,7 +93,7 @@ export function summaryProposal(
         ),
         ledgerFacts(previous),
       ),
-      folded: newlyFolded(previous, ledger),
+      folded,
     },
     replaced: plan.middle,
     summaryIndices: candidate.flatMap((e, i) => (e.from === undefined ? [i] : [])),
