@@ -11,9 +11,9 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { JsonValue } from '../compaction/json';
 import { dialectOf, type Message } from '../compaction/dialects';
 import { runGates } from '../compaction/gates';
-import { ledgerFrom, renderLedger } from '../compaction/ledger';
+import { emptyLedger, LEDGER_HEADING, ledgerFrom, renderLedger } from '../compaction/ledger';
 import { estimateTextTokens } from '../compaction/tokens';
-import { maskingProposal, summaryProposal } from '../compaction/proposal';
+import { maskingProposal, type Proposal, summaryProposal } from '../compaction/proposal';
 import { planCompaction, type PlanOptions } from '../compaction/plan';
 import { tokenCounterFor } from '../compaction/token-counter';
 import { latestUserRequestText } from '../compaction/summary-prompt';
@@ -242,14 +242,34 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       return refuse(`nothing to summarise: all ${snapshot.length} messages fit in the kept head and tail`);
     }
 
-    const previousLedger = ledgerFrom(storedLedger);
+    // The stored ledger is the head's only while the head still holds the summary that renders it
+    // (a caller may have taken the summary back): otherwise the ledger starts again.
+    const previousLedger = snapshot.some((m) => dialect.isSummary(m) && dialect.textOf(m).includes(LEDGER_HEADING)) ? ledgerFrom(storedLedger) : emptyLedger();
     const counter = tokenCounterFor(lineage.model, dialect);
+    /** The gates on the head a proposal would commit, followed by `carried` (the appends read at commit). */
+    const gatesOf = (p: Proposal, carried: Array<{ message: Message; tokens: number }>) => {
+      const carriedTokens = carried.reduce((sum, m) => sum + m.tokens, 0);
+      const candidateTokens = p.candidate.reduce((sum, e) => sum + (e.from === undefined ? counter.count(e.message) : tokens[e.from]), 0);
+      return runGates({
+        before: [...snapshot, ...carried.map((c) => c.message)],
+        after: [...p.candidate.map((c) => c.message), ...carried.map((c) => c.message)],
+        tokensBefore: tokensBefore + carriedTokens,
+        tokensAfter: candidateTokens + carriedTokens,
+        targetTokens: lineage.contextWindow ?? undefined,
+        summaryIndices: p.summaryIndices,
+        requireSummary: p.rung === 'summary',
+        facts: p.demand,
+        dialect,
+      });
+    };
     const target = deps.masking && !input.force && !input.focusTopic ? maskingTarget(lineage, deps.masking.targetPercent) : undefined;
     // The cheap rung first: no summariser call when masking old tool outputs is enough.
     let proposal =
       target !== undefined
         ? maskingProposal(snapshot, plan, dialect, tokens, (m) => counter.count(m), target, previousLedger, deps.ledger.requestChars)
         : undefined;
+    // A masked head the gates would refuse is not worth committing: the summary rung runs instead.
+    if (proposal && gatesOf(proposal, []).failed) proposal = undefined;
     let usage: { promptTokens?: number; completionTokens?: number } = {};
     let chunks: number | undefined;
     if (!proposal) {
@@ -318,21 +338,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
             sourceRowId: rows[entry.from].id,
           },
     );
-    const candidateTokens = compacted.reduce((sum, m) => sum + m.tokens, 0);
-    const verify = (carried: Array<{ message: Message; tokens: number }>) => {
-      const carriedTokens = carried.reduce((sum, m) => sum + m.tokens, 0);
-      return runGates({
-        before: [...snapshot, ...carried.map((c) => c.message)],
-        after: [...candidate.map((c) => c.message), ...carried.map((c) => c.message)],
-        tokensBefore: tokensBefore + carriedTokens,
-        tokensAfter: candidateTokens + carriedTokens,
-        targetTokens: lineage.contextWindow ?? undefined,
-        summaryIndices: proposal.summaryIndices,
-        requireSummary: rung === 'summary',
-        facts: proposal.demand,
-        dialect,
-      });
-    };
+    const verify = (carried: Array<{ message: Message; tokens: number }>) => gatesOf(proposal, carried);
 
     beat({ phase: 'committing', chunks });
     const committed = await withSpan('db.commit', { 'compaction.job_id': input.jobId, 'compaction.mode': input.mode }, () =>

@@ -4,13 +4,19 @@
  * stay paired (same ids, same names), so the head stays valid; the original is archived with
  * the lineage like every summarised message. Outputs are masked oldest first, and only in the
  * summarised range (never the kept head or tail, never an open call's, never after the latest
- * user request), until the head is at or under the target; if masking every one of them is
+ * user request, never before an Anthropic turn with thinking), until the head is at or under
+ * the target; if masking every one of them is
  * not enough, the rung does not apply and the compaction summarises. Pure.
  */
 import type { CandidateEntry } from './candidate';
 import type { Dialect, Message, ToolResult } from './dialects/types';
 import { outcomeOf } from './facts';
+import { isJsonObject } from './json';
 import { latestUserRequestIndex, type CompactionPlan } from './plan';
+
+/** An Anthropic turn with thinking blocks: a change before it invalidates them on newer models (AN-8). */
+const carriesThinking = (m: Message) =>
+  Array.isArray(m.content) && m.content.some((b) => isJsonObject(b) && (b.type === 'thinking' || b.type === 'redacted_thinking'));
 
 /** How every placeholder opens: an output already masked is not masked again. */
 export const MASK_PREFIX = '[tool output masked by session-compaction:';
@@ -49,12 +55,17 @@ export function maskOldOutputs(
   const latest = latestUserRequestIndex(dialect, snapshot);
   const open = dialect.openCalls(snapshot);
   const openResults = new Set(open ? dialect.resultsOf(snapshot, open.index, open.ids) : []);
+  // Never before a turn with thinking: newer Anthropic models check the prefix of preserved thinking (AN-8).
+  let lastThinking = -1;
+  snapshot.forEach((m, i) => {
+    if (carriesThinking(m)) lastThinking = i;
+  });
   const names = new Map<string, string>();
   const replaced = new Map<number, Message>();
   for (const i of plan.middle) {
     for (const c of dialect.toolCalls(snapshot[i])) if (c.id) names.set(c.id, c.name);
     if (total <= targetTokens) break;
-    if ((latest >= 0 && i > latest) || openResults.has(i)) continue;
+    if ((latest >= 0 && i > latest) || openResults.has(i) || i < lastThinking) continue;
     const results = dialect.toolResults(snapshot[i]);
     if (results.length === 0 || results.every((r) => r.text.startsWith(MASK_PREFIX))) continue;
     const masked = dialect.maskResults(snapshot[i], (r) => (r.text.startsWith(MASK_PREFIX) ? r.text : maskPlaceholder(r, r.id ? names.get(r.id) : undefined)));

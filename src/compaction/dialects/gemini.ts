@@ -276,14 +276,17 @@ function asResult(fr: JsonObject): ToolResult {
   return { id: callId(fr), name: asText(fr.name), text, isError: response.error !== undefined && response.error !== null };
 }
 
-/** A masked response keeps its name and id; its `response` becomes `{output: placeholder}` (the API's key for a function's output). */
+/** A masked response keeps its name and id; its `response` becomes `{output: placeholder}`, or `{error: placeholder}` for an error (the API's keys). */
 function maskResults(m: Message, placeholder: (result: ToolResult) => string): Message | undefined {
   if (m.role === 'model' || responsesIn(m).length === 0) return undefined;
   const parts = (m.parts as JsonValue[]).map((p) => {
     if (!isJsonObject(p)) return p;
     const key = keyOf(p, 'functionResponse');
     const fr = key ? responseOf(p) : undefined;
-    return key && fr ? { ...p, [key]: { ...fr, response: { output: placeholder(asResult(fr)) } } } : p;
+    if (!key || !fr) return p;
+    const result = asResult(fr);
+    const response: JsonObject = result.isError ? { error: placeholder(result) } : { output: placeholder(result) };
+    return { ...p, [key]: { ...fr, response } };
   });
   return { ...m, parts };
 }
