@@ -85,6 +85,7 @@ interface Measure {
   facts: { requests: number; paths: number; identifiers: number };
   tokensBefore: number;
   tokensAfter: number;
+  /** The compaction committed and left the head under the threshold it compacted at. */
   underTarget: boolean;
 }
 
@@ -245,7 +246,7 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
           facts: { requests: unique.requests.length, paths: unique.paths.length, identifiers: unique.identifiers.length },
           tokensBefore,
           tokensAfter: report.failed ? tokensBefore : tokensAfter,
-          underTarget: (report.failed ? tokensBefore : tokensAfter) <= CONTEXT_WINDOW,
+          underTarget: !report.failed && tokensAfter < THRESHOLD,
         };
         if (session.planted) {
           // Only what was appended so far can be known.
@@ -357,31 +358,51 @@ async function main() {
   }
   await llm.close();
 
-  const rows: string[] = [];
-  rows.push(
-    '| sessions | dialect | summariser | rung | after | planted requests | planted paths | planted ids | corrections current | requests kept | paths | ids | paths without ledger | ids without ledger | masked / refused | tokens before → after |',
-  );
-  rows.push('|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  // One row per dialect, summariser and compaction count, summary rung, corpus and generated sessions together.
+  const rows: string[] = [
+    '| dialect | summariser | after | sessions | requests kept | paths | identifiers | planted requests | planted paths | planted ids | corrections current | paths, prose only | identifiers, prose only | under threshold | tokens before → after |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ];
   const groups = new Map<string, Measure[]>();
-  for (const m of measures) {
-    const key = `${m.source.startsWith('corpus') ? 'corpus' : 'generated'}|${m.dialect}|${m.summariser}|${m.rung}|${m.compactions}`;
+  for (const m of measures.filter((x) => x.rung === 'summary')) {
+    const key = `${m.dialect}|${m.summariser}|${m.compactions}`;
     groups.set(key, [...(groups.get(key) ?? []), m]);
   }
-  for (const [key, ms] of groups) {
-    const [kind, dialect, summariser, rung, n] = key.split('|');
+  const order = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini'];
+  const keys = [...groups.keys()].sort((a, b) => {
+    const [da, sa, na] = a.split('|');
+    const [db, sb, nb] = b.split('|');
+    return order.indexOf(da) - order.indexOf(db) || sa.localeCompare(sb) || Number(na) - Number(nb);
+  });
+  const int = (x: number | undefined) => (x === undefined ? '' : Math.round(x).toLocaleString('en-US'));
+  for (const key of keys) {
+    const ms = groups.get(key)!;
+    const [dialect, summariser, n] = key.split('|');
     const planted = ms.filter((m) => m.plantedRequests !== undefined);
+    const under = ms.filter((m) => m.underTarget).length;
     rows.push(
-      `| ${kind} (${ms.length}) | ${dialect} | ${summariser} | ${rung} | ${n} | ${pct(min(planted.map((m) => m.plantedRequests!)))} | ${pct(min(planted.map((m) => m.plantedPaths!)))} | ${pct(
-        min(planted.map((m) => m.plantedIdentifiers!)),
-      )} | ${pct(min(planted.map((m) => m.correctionsCurrent!)))} | ${pct(min(ms.map((m) => m.requests)))} | ${pct(min(ms.map((m) => m.paths)))} | ${pct(
-        min(ms.map((m) => m.identifiers)),
-      )} | ${pct(mean(ms.map((m) => m.pathsWithoutLedger)))} | ${pct(mean(ms.map((m) => m.identifiersWithoutLedger)))} | ${ms.reduce((s, m) => s + m.masked, 0)} / ${ms.reduce(
-        (s, m) => s + m.refused,
-        0,
-      )} | ${Math.round(mean(ms.map((m) => m.tokensBefore))!)} → ${Math.round(mean(ms.map((m) => m.tokensAfter))!)} |`,
+      `| ${dialect} | ${summariser} | ${n} | ${ms.length} | ${pct(min(ms.map((m) => m.requests)))} | ${pct(min(ms.map((m) => m.paths)))} | ${pct(min(ms.map((m) => m.identifiers)))} | ${pct(
+        min(planted.map((m) => m.plantedRequests!)),
+      )} | ${pct(min(planted.map((m) => m.plantedPaths!)))} | ${pct(min(planted.map((m) => m.plantedIdentifiers!)))} | ${pct(min(planted.map((m) => m.correctionsCurrent!)))} | ${pct(
+        mean(ms.map((m) => m.pathsWithoutLedger)),
+      )} | ${pct(mean(ms.map((m) => m.identifiersWithoutLedger)))} | ${under} of ${ms.length} | ${int(mean(ms.map((m) => m.tokensBefore)))} → ${int(mean(ms.map((m) => m.tokensAfter)))} |`,
     );
   }
   console.log(rows.join('\n'));
+  // The masking rung beside the summary rung: how often it answered, and whether any share moved.
+  const last = new Map<string, Measure>();
+  for (const m of measures) {
+    const k = `${m.source}|${m.dialect}|${m.summariser}|${m.rung}`;
+    if (!last.has(k) || last.get(k)!.compactions < m.compactions) last.set(k, m);
+  }
+  const masking = [...last.values()].filter((m) => m.rung === 'masking first');
+  const lowest = (rung: Measure['rung'], pick: (m: Measure) => number | undefined) =>
+    min(measures.filter((m) => m.rung === rung).flatMap((m) => (pick(m) === undefined ? [] : [pick(m)!])));
+  console.log(
+    `\nMasking first: it answered ${masking.reduce((s, m) => s + m.masked, 0)} of ${masking.reduce((s, m) => s + m.compactions, 0)} compactions (no summariser call for those); lowest planted paths ${pct(
+      lowest('masking first', (m) => m.plantedPaths),
+    )} (summary rung ${pct(lowest('summary', (m) => m.plantedPaths))}), lowest paths ${pct(lowest('masking first', (m) => m.paths))} (summary rung ${pct(lowest('summary', (m) => m.paths))}).`,
+  );
   if (baseline.length > 0) {
     console.log('\nClaude Code transcripts of the corpus, each force-compacted once (file paths of the summarised range findable in the head):');
     for (const name of ['builtin', 'lossy']) {
@@ -393,7 +414,7 @@ async function main() {
     }
   }
   if (refusals.length > 0) console.log(`\nRefused compactions (the head stays as it was):\n${refusals.map((r) => `- ${r}`).join('\n')}`);
-  console.log('\nShares are the minimum over the sessions of a row (without-ledger columns: the mean); tokens are means.');
+  console.log('\nShares are the minimum over the sessions of a row (prose-only columns: the mean); tokens are means.');
   const dir = path.join(PROJECT_ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, quick ? 'fidelity-quick.json' : 'fidelity.json');

@@ -2,8 +2,11 @@
  * Agent sessions with planted facts, per dialect, from a seed: what the ledger must keep and
  * the fidelity benchmark measures. Each turn the user names a file path and an identifier
  * (a ticket, an issue number, a URL, a commit); every fourth turn sets a constraint that a
- * later turn corrects ("Actually, ..."). The agent reads the file, runs a command that fails
- * and then passes, and its tool outputs are long JSON or log text (what makes masking pay).
+ * later turn corrects ("Actually, ..."). The agent reads the file and a second one the user
+ * never named, runs a command that fails and then passes, and its answer mentions a third
+ * path of its own; its tool outputs are long JSON or log text (what makes masking pay). Two
+ * of each turn's three paths appear in no user request, so keeping the requests alone does
+ * not keep them.
  * The facts are returned beside the messages, so a test counts them with its own list, never
  * with what the code under test extracted.
  */
@@ -147,14 +150,14 @@ export function plantedSession(dialect: DialectName, seed: number, turns = 16, o
     facts.identifiers.push(identifier);
     messages.push(userMessage(dialect, text, rand));
     const failing = rand() < 0.5;
+    // Paths the user never names: one the agent reads on its own, one only its answer mentions.
+    const notes = `docs/s${seed}/notes_${t}.md`;
+    const helper = `lib/s${seed}/helper_${t}.py`;
+    facts.paths.push(notes, helper);
+    const pathArgs = (p: string) => (dialect === 'anthropic' ? { file_path: p } : { path: p });
     const steps: Step[] = [
-      {
-        kind: 'read',
-        id: `call_r${seed}_${t}`,
-        args: dialect === 'anthropic' ? { file_path: path } : { path },
-        output: FILE_BODY(path, lines),
-        isError: false,
-      },
+      { kind: 'read', id: `call_r${seed}_${t}`, args: pathArgs(path), output: FILE_BODY(path, lines), isError: false },
+      { kind: 'read', id: `call_n${seed}_${t}`, args: pathArgs(notes), output: FILE_BODY(notes, lines), isError: false },
       {
         kind: 'shell',
         id: `call_s${seed}_${t}`,
@@ -174,7 +177,7 @@ export function plantedSession(dialect: DialectName, seed: number, turns = 16, o
       };
       messages.push(...toolTurn(dialect, [retry], options.thinking ?? true));
     }
-    messages.push(assistantText(dialect, `Updated ${path}; the tests pass now.`));
+    messages.push(assistantText(dialect, `Updated ${path}; the tests pass now. I also touched ${helper}.`));
   }
   const last = `Last request ${seed}: summarise what changed.`;
   facts.requests.push(last);
