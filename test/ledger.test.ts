@@ -266,6 +266,30 @@ describe('no lone surrogate from a cut', () => {
   });
 });
 
+describe('hostile tool inputs', () => {
+  it('a 20,000-deep argument, a NUL or lone surrogate behind an escape, and a 40,000-character token neither throw nor reach the ledger', () => {
+    const dialect = dialectOf('openai-chat');
+    const deep = `${'['.repeat(20_000)}"x"${']'.repeat(20_000)}`;
+    const calls = [
+      { id: 'c1', name: 'edit_file', arguments: `{"path":${deep}}` },
+      { id: 'c2', name: 'edit_file', arguments: '{"path":"a\\u0000.ts"}' },
+      { id: 'c3', name: 'run_command', arguments: '{"command":"echo \\ud800"}' },
+      { id: 'c4', name: 'edit_file', arguments: JSON.stringify({ path: `${'./'.repeat(20_000)}?!` }) },
+    ];
+    const messages: Message[] = [
+      { role: 'user', content: `Please look at ${'.'.repeat(40_000)} and src/ok.ts` },
+      { role: 'assistant', content: null, tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) },
+      ...calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: 'done' })),
+    ];
+    const range = messages.map((message, i) => ({ message, seq: i + 1 }));
+    const { ledger } = buildLedger(emptyLedger(), range, dialect, OPTIONS);
+    const rendered = renderLedger(ledger);
+    expect((rendered as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+    expect(rendered).not.toContain('\u0000');
+    expect(ledger.files.map((f) => f.path)).toContain('src/ok.ts');
+  });
+});
+
 describe('the summary text', () => {
   it('splits the prose from the ledger, so the summariser updates prose only', () => {
     const ledger = { ...emptyLedger(), identifiers: ['PROJ-1'] };

@@ -116,6 +116,7 @@ export interface RangeMessage {
   seq: number | null;
 }
 
+const MAX_PATH_CHARS = 300;
 const FILE_KEYS = /^(?:file_?path|path|file_?name|file|notebook_path|target_file|target|source|destination|dir|directory|cwd|workdir)$/i;
 const PATCH_LINE = /^\*\*\* (Add|Update|Delete) File: (.+)$|^\+\+\+ [ab]\/(.+)$/gm;
 
@@ -142,7 +143,12 @@ function filesOfCall(call: ToolCall): Array<{ path: string; action: FileAction }
     for (const [key, value] of Object.entries(input)) {
       const values = typeof value === 'string' ? [value] : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
       if (FILE_KEYS.test(key) || /^(?:paths|files)$/i.test(key))
-        for (const v of values) if (v.trim()) out.push({ path: v.trim(), action: /^(?:cwd|workdir|dir|directory)$/i.test(key) ? 'mentioned' : action });
+        for (const v of values) {
+          const path = v.trim();
+          // A path field's value is a path only if it looks like one: no longer than any path, on one line.
+          if (path && path.length <= MAX_PATH_CHARS && !/[\n\r]/.test(path))
+            out.push({ path, action: /^(?:cwd|workdir|dir|directory)$/i.test(key) ? 'mentioned' : action });
+        }
     }
   }
   for (const text of stringsIn(input)) {
