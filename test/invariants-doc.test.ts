@@ -3,7 +3,7 @@
  * path it names exists, every name it gives after a file occurs in that file, and every test
  * title it quotes after a test file is a test in that file. The format it parses:
  *
- *   - mechanism: `src/db/session-store.ts` `commitCompaction`, `abortJob`; `src/x.ts` `y`: prose
+ *   - mechanism: `src/db/commit.ts` `commitCompaction`; `src/db/jobs.ts` `abortJob`: prose
  *   - second line: (the same)
  *   - carried by: (the same, in the glossary)
  *   - test: `test/lease.test.ts` "a title"; "another title"; `test/other.test.ts` "..."

@@ -326,7 +326,7 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
   return { compaction, dialect: dialect.name, parent, result, summary: summaryRow ? dialect.textOf(summaryRow.message) : null, summarised };
 }
 
-/** The audit of one lineage, reached from any of its session ids: session-store's `audit`, restricted to it. */
+/** The audit of one lineage, reached from any of its session ids: src/db/audit.ts's `audit`, restricted to it. */
 export async function auditLineage(db: Database, sessionOrLineageId: string): Promise<AuditReport & { lineageId: string }> {
   const lineageId = await lineageIdOf(db, sessionOrLineageId);
   return { lineageId, ...(await audit(db, lineageId)) };

@@ -51,7 +51,7 @@ const { SessionsClient } = require('./src/client');
 
 async def audit_sql(db, lineage_id: str) -> dict[str, int]:
     """The lineage's integrity counted with this file's SQL, the way the project's audit
-    (src/db/session-store.ts ``audit``) counts it, in milliseconds (the project's own runs in
+    (src/db/audit.ts ``audit``) counts it, in milliseconds (the project's own runs in
     TypeScript, once, in the last test): forks, orphans, writes after end, lost (neither live in
     the head, nor taken back, nor in the range a committed compaction summarised), duplicated
     live rows, sequence gaps (numbers neither present nor in a pruned range), duplicated keyed rows."""

@@ -1,0 +1,167 @@
+/**
+ * A compaction job's audit row: opened (and reopened) per attempt with the fencing token, the
+ * requests that joined it, and its decision when it does not commit (refused, stale,
+ * aborted). The commit itself is src/db/commit.ts.
+ */
+import { asc, and, eq, sql } from 'drizzle-orm';
+import { SessionNotFoundError } from '../errors';
+import type { CompactionOutcome } from '../workflows/contract';
+import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY, settleAutoCompaction } from './auto-compaction';
+import type { Database } from './database';
+import { compactions, lineages } from './schema';
+
+export interface CompactionJob {
+  jobId: string;
+  lineageId: string;
+  /** The head the workflow believes current, and its generation. */
+  parentSessionId: string;
+  generation: number;
+  requestIds: string[];
+  trigger: string;
+}
+
+export type JobRecord = typeof compactions.$inferSelect;
+
+/** The audit row's fields that describe the job itself. */
+function jobRow(job: CompactionJob, model: string) {
+  return {
+    id: job.jobId,
+    lineageId: job.lineageId,
+    parentSessionId: job.parentSessionId,
+    generation: job.generation + 1,
+    requestIds: job.requestIds,
+    trigger: job.trigger,
+    model,
+  };
+}
+
+/**
+ * Opens (or, on a retried attempt, reopens) the audit row of a job. `attempt` is Temporal's
+ * attempt number of the activity: the row keeps the greatest one seen, and only that attempt
+ * may decide or commit the job (the fencing token). An attempt that finds a greater one
+ * recorded was superseded while it stalled, and must write nothing.
+ */
+export async function beginJob(db: Database, job: CompactionJob, model: string, attempt: number): Promise<JobRecord> {
+  const [row] = await db
+    .insert(compactions)
+    .values({ ...jobRow(job, model), outcome: 'running', attempts: attempt })
+    .onConflictDoUpdate({ target: compactions.id, set: { attempts: sql`greatest(${compactions.attempts}, excluded.attempts)` } })
+    .returning();
+  return row;
+}
+
+/**
+ * Adds the requests that joined a job while it ran to its audit row, so that their answer
+ * outlives the workflow run as well (`recordedAnswer`), and settles an automatic request among
+ * them as the job ended (a refused or aborted job climbs the ladder; otherwise it is no longer
+ * pending). Idempotent: an id already in the row is not added again.
+ */
+export async function recordJoinedRequests(
+  db: Database,
+  job: Pick<CompactionJob, 'jobId' | 'lineageId' | 'requestIds'>,
+  outcome: CompactionOutcome,
+  policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    const joined = JSON.stringify(job.requestIds);
+    await tx
+      .update(compactions)
+      .set({
+        requestIds: sql`${compactions.requestIds} || coalesce((select jsonb_agg(j.id) from jsonb_array_elements(${joined}::jsonb) as j(id) where not ${compactions.requestIds} @> jsonb_build_array(j.id)), '[]'::jsonb)`,
+      })
+      .where(eq(compactions.id, job.jobId));
+    await settleAutoCompaction(tx, job, outcome === 'refused' || outcome === 'aborted' ? 'failed' : 'settled', policy);
+  });
+}
+
+export interface SettledJob {
+  outcome: 'compacted' | 'aborted';
+  headSessionId: string;
+  generation: number;
+}
+
+/**
+ * Records a job the workflow gave up on. Under the lineage lock, so that it is ordered with
+ * any commit of the same job: a job that committed stays committed, and the answer says so,
+ * with the head Postgres holds.
+ */
+export async function abortJob(
+  db: Database,
+  job: CompactionJob,
+  model: string,
+  reason: string,
+  policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
+): Promise<SettledJob> {
+  return db.transaction(async (tx) => {
+    const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
+    if (!lineage) throw new SessionNotFoundError(job.lineageId);
+    const [row] = await tx
+      .insert(compactions)
+      .values({ ...jobRow(job, model), outcome: 'aborted', reason, finishedAt: new Date() })
+      .onConflictDoUpdate({
+        target: compactions.id,
+        set: { outcome: 'aborted', reason, finishedAt: new Date() },
+        setWhere: sql`${compactions.outcome} <> 'compacted'`,
+      })
+      .returning({ outcome: compactions.outcome });
+    if (row) await settleAutoCompaction(tx, job, 'failed', policy);
+    return { outcome: row ? 'aborted' : 'compacted', headSessionId: lineage.headSessionId, generation: lineage.generation };
+  });
+}
+
+export interface JobFields {
+  reason?: string;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  messagesBefore?: number;
+  messagesAfter?: number;
+  promptTokens?: number;
+  completionTokens?: number;
+  gate?: string;
+  gateResults?: Record<string, string>;
+  /**
+   * The job was held (its dialect's holdReason: a tool loop open with thinking on), not
+   * refused on its merits: an automatic request it answered is settled without climbing the
+   * cooldown ladder, so the next append at or above the threshold asks again.
+   */
+  held?: boolean;
+}
+
+/**
+ * Decides a job that did not commit. Only the greatest attempt seen may decide it (see
+ * beginJob), and a job that committed stays committed. A refused job climbs the
+ * auto-compaction cooldown ladder; a stale one only ends the pending auto request.
+ */
+export async function finishJob(
+  db: Database,
+  job: Pick<CompactionJob, 'jobId' | 'lineageId' | 'requestIds'>,
+  attempt: number,
+  outcome: 'stale' | 'refused',
+  fields: JobFields,
+  policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
+): Promise<void> {
+  await db.transaction(async (tx) => {
+    const decided = await tx
+      .update(compactions)
+      .set({
+        outcome,
+        reason: fields.reason ?? null,
+        tokensBefore: fields.tokensBefore,
+        tokensAfter: fields.tokensAfter,
+        messagesBefore: fields.messagesBefore,
+        messagesAfter: fields.messagesAfter,
+        summariserPromptTokens: fields.promptTokens,
+        summariserCompletionTokens: fields.completionTokens,
+        gate: fields.gate ?? null,
+        gateResults: fields.gateResults ?? null,
+        finishedAt: new Date(),
+      })
+      .where(and(eq(compactions.id, job.jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`))
+      .returning({ id: compactions.id });
+    if (decided.length > 0) await settleAutoCompaction(tx, job, outcome === 'refused' && !fields.held ? 'failed' : 'settled', policy);
+  });
+}
+
+export async function auditRows(db: Database, lineageId: string): Promise<JobRecord[]> {
+  return db.select().from(compactions).where(eq(compactions.lineageId, lineageId)).orderBy(asc(compactions.startedAt));
+}
