@@ -194,7 +194,8 @@ describe('an agent loop against a strict provider', () => {
       expect(generations.size).toBeGreaterThanOrEqual(MIN_COMPACTIONS);
       expect(rows.filter((r) => r.outcome === 'compacted').length).toBeGreaterThanOrEqual(generations.size);
       expect(agent.compactionsWithOpenCall.length).toBeGreaterThanOrEqual(MIN_COMPACTIONS_WITH_OPEN_CALL);
-      expect(summariserRequests).toBeGreaterThanOrEqual(generations.size);
+      // Every compaction of the summary rung paid the summariser at least once (the masking rung pays nothing).
+      expect(summariserRequests).toBeGreaterThanOrEqual(rows.filter((r) => r.outcome === 'compacted' && r.rung !== 'masking').length);
       expect(agent.stats.parallelCallMessages).toBeGreaterThan(0);
       expect(agent.stats.splitResults).toBeGreaterThan(0);
       expect(agent.stats.largeOutputs).toBeGreaterThan(0);

@@ -27,7 +27,7 @@ describe('chaos (small)', () => {
   });
 
   it('a seeded storm with random worker kills, one lineage per dialect, loses and forks nothing, no append fails, every head passes its strict provider', async () => {
-    expectStorm(await workerStorm({ workers: 2, sessions: 5, seconds: 10, seed: Number(process.env.CHAOS_SEED ?? 20261130) }), 5);
+    expectStorm(await workerStorm({ workers: 2, sessions: 5, seconds: 20, seed: Number(process.env.CHAOS_SEED ?? 20261130) }), 5);
   });
 
   it('bad input in every dialect (client, raw SQL, Updates, signals) gets typed errors, writes nothing and never stops a lineage compacting', async () => {
