@@ -6,6 +6,8 @@
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { dialectOf, type Message } from '../src/compaction/dialects';
+import type { GateReport } from '../src/compaction/gates';
 import { commitCompaction } from '../src/db/session-store';
 import { InvalidInputError, SessionConflictError, SessionNotFoundError } from '../src/errors';
 import { lineageWorkflowId } from '../src/workflows/contract';
@@ -187,6 +189,7 @@ describe('in-place mode', () => {
     const input = {
       job,
       mode: 'in_place' as const,
+      dialect: dialectOf('openai-chat'),
       watermarkSeq: 5,
       snapshotRows: 5,
       compacted: [{ message: { role: 'user' as const, content: 'compacted' }, tokens: 10 }],
@@ -199,6 +202,113 @@ describe('in-place mode', () => {
     expect(first).toMatchObject({ outcome: 'compacted', alreadyCommitted: false, carried: 20 });
     expect(second).toMatchObject({ outcome: 'compacted', alreadyCommitted: true });
     expect(await count()).toBe(rowsAfterFirst);
+  });
+});
+
+describe('the one-statement commit', () => {
+  const pass: GateReport['results'] = {
+    providerValid: 'pass',
+    latestUserRequest: 'pass',
+    openToolCalls: 'pass',
+    facts: 'pass',
+    smaller: 'pass',
+    noForgedSummary: 'pass',
+  };
+  /** A job on a fresh lineage of six messages, then two more appended after its snapshot: the gates have not seen those. */
+  async function jobWithLateAppends(mode: 'rotate' | 'in_place') {
+    const id = uniqueId('late');
+    await stack().client.createSession({ sessionId: id, mode });
+    await stack().client.append(id, conversation(3));
+    const { seqs } = await stack().client.transcript(id);
+    const late = [
+      { role: 'user' as const, content: 'late 1: {"status":"ok","items":[1,2]}' },
+      { role: 'assistant' as const, content: 'late 2' },
+    ];
+    await stack().client.append(id, late);
+    return {
+      id,
+      late,
+      input: {
+        job: { jobId: `${id}/late`, lineageId: id, parentSessionId: id, generation: 0, requestIds: ['r'], trigger: 'update' },
+        mode,
+        dialect: dialectOf('openai-chat'),
+        watermarkSeq: seqs.at(-1)!,
+        snapshotRows: seqs.length,
+        compacted: [{ message: { role: 'user' as const, content: 'the compacted head' }, tokens: 10 }],
+        stats: { tokensBefore: 100, messagesBefore: seqs.length },
+      },
+    };
+  }
+
+  it('finds rows the gates did not see, writes nothing, and commits only after gating the head with them', async () => {
+    for (const mode of ['rotate', 'in_place'] as const) {
+      const { id, late, input } = await jobWithLateAppends(mode);
+      const seen: Message[][] = [];
+      const result = await commitCompaction(stack().db.db, {
+        ...input,
+        verify: (carried) => {
+          seen.push(carried.map((c) => c.message));
+          return { results: pass };
+        },
+      });
+      // The first statement named no appended rows; it found two, wrote nothing, and returned them.
+      expect(seen).toEqual([[], late]);
+      expect(result).toMatchObject({ outcome: 'compacted', carried: 2, commitRetries: 1 });
+      const head = await stack().client.transcript(id);
+      expect(head.messages).toEqual([{ role: 'user', content: 'the compacted head' }, ...late]);
+      const [audit] = await rowsOf(sql`select commit_retries, reason from compactions where id = ${input.job.jobId}`);
+      expect(audit.commit_retries).toBe(1);
+      expect(audit.reason).toContain('carried 2 message(s)');
+    }
+  });
+
+  it('a gate that refuses the head with the late rows writes nothing', async () => {
+    const { id, input } = await jobWithLateAppends('rotate');
+    const before = (await stack().client.transcript(id)).messages;
+    let calls = 0;
+    const result = await commitCompaction(stack().db.db, {
+      ...input,
+      verify: (carried) => {
+        calls++;
+        return carried.length === 0 ? { results: pass } : { results: { ...pass, smaller: 'too big' }, failed: { gate: 'smaller' as const, reason: 'too big' } };
+      },
+    });
+    expect(calls).toBe(2);
+    expect(result).toMatchObject({ outcome: 'refused', gate: 'smaller' });
+    const [lineage] = await rowsOf(sql`select head_session_id, generation from lineages where id = ${id}`);
+    expect(lineage).toEqual({ head_session_id: id, generation: 0 });
+    expect(await rowsOf(sql`select id from sessions where parent_session_id = ${id}`)).toEqual([]);
+    expect((await stack().client.transcript(id)).messages).toEqual(before);
+  });
+
+  it('appends landing before every statement: the last try holds the lineage lock, and commits the head it gated', async () => {
+    const { id, late, input } = await jobWithLateAppends('rotate');
+    const racing = late.map((_, i) => ({ role: 'user' as const, content: `racing ${i}` }));
+    racing.push({ role: 'user' as const, content: `racing ${racing.length}` });
+    const db = stack().db.db;
+    let statements = 0;
+    // Each statement sent without the lock is preceded by an append it has not seen.
+    const appendFirst = new Proxy(db, {
+      get(target, key) {
+        if (key !== 'execute') return Reflect.get(target, key);
+        return async (query: Parameters<typeof db.execute>[0]) => {
+          await stack().client.append(id, [racing[statements++]]);
+          return target.execute(query);
+        };
+      },
+    });
+    const seen: number[] = [];
+    const result = await commitCompaction(appendFirst, {
+      ...input,
+      verify: (carried) => {
+        seen.push(carried.length);
+        return { results: pass };
+      },
+    });
+    expect(statements).toBe(3);
+    expect(seen).toEqual([0, 2 + 1, 2 + 2, 2 + 3]);
+    expect(result).toMatchObject({ outcome: 'compacted', carried: 5, commitRetries: 3 });
+    expect((await stack().client.transcript(id)).messages).toEqual([{ role: 'user', content: 'the compacted head' }, ...late, ...racing]);
   });
 });
 

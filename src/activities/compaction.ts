@@ -28,10 +28,8 @@ import {
   type CompactedMessage,
   type CompactionJob,
   finishJob,
-  headLedger,
   lineageOf,
   recordJoinedRequests as recordJoinedRequestsInStore,
-  sessionMessages,
 } from '../db/session-store';
 import { SessionNotFoundError } from '../errors';
 import { withSpan } from '../tracing';
@@ -152,17 +150,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     };
     beat(); // before any I/O: the lease starts with the attempt
     const attempt = Context.current().info.attempt;
-    // Three independent reads at once: the audit row, the lineage's head, the snapshot.
-    const [record, lineage, rows, storedLedger] = await Promise.all([
-      beginJob(db, input, deps.summariser.model, attempt),
-      lineageOf(db, input.lineageId),
-      sessionMessages(db, input.parentSessionId),
-      headLedger(db, input.lineageId),
-    ]);
+    // One statement: the audit row opened with this attempt, the lineage, its ledger, the snapshot.
+    const { job: record, lineage, ledger: storedLedger, rows } = await beginJob(db, input, deps.summariser.model, attempt);
     if (record.outcome === 'compacted') {
       return {
         outcome: 'compacted',
-        headSessionId: record.childSessionId!,
+        headSessionId: record.childSessionId ?? lineage.headSessionId,
         generation: record.generation,
         previousSessionId: record.parentSessionId,
         messagesAfter: record.messagesAfter ?? undefined,
@@ -214,6 +207,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         tokensAfter?: number;
         promptTokens?: number;
         completionTokens?: number;
+        cachedPromptTokens?: number;
         held?: boolean;
       } = {},
     ): Promise<JobResult> => {
@@ -270,7 +264,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         : undefined;
     // A masked head the gates would refuse is not worth committing: the summary rung runs instead.
     if (proposal && gatesOf(proposal, []).failed) proposal = undefined;
-    let usage: { promptTokens?: number; completionTokens?: number } = {};
+    let usage: { promptTokens?: number; completionTokens?: number; cachedPromptTokens?: number } = {};
     let chunks: number | undefined;
     if (!proposal) {
       beat({ phase: 'summarising' });
@@ -299,7 +293,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       } finally {
         clearInterval(ticker);
       }
-      usage = { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens };
+      usage = { promptTokens: summary.promptTokens, completionTokens: summary.completionTokens, cachedPromptTokens: summary.cachedPromptTokens };
       chunks = summary.chunks;
       const meter = Context.current().metricMeter.withTags({ model: summary.model });
       meter.createHistogram('session_summariser_latency', 'int', 'ms', 'Time the summariser took').record(Date.now() - summariseStarted);
@@ -346,6 +340,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         job: input,
         attempt,
         mode: input.mode,
+        dialect,
         watermarkSeq,
         snapshotRows: rows.length,
         compacted,

@@ -17,6 +17,8 @@ export interface SummaryResult {
   model: string;
   promptTokens?: number;
   completionTokens?: number;
+  /** Prompt tokens the provider served from its prompt cache, where it reports them. */
+  cachedPromptTokens?: number;
 }
 
 interface SummariseContext {
@@ -96,6 +98,7 @@ function chatCall(config: LlmConfig, client: OpenAI): LlmCall {
         model: response.model || config.model,
         promptTokens: response.usage?.prompt_tokens,
         completionTokens: response.usage?.completion_tokens,
+        cachedPromptTokens: response.usage?.prompt_tokens_details?.cached_tokens,
       };
     }
     const events = await client.chat.completions.create({ model: config.model, messages, stream: true, stream_options: { include_usage: true } }, { signal });
@@ -109,7 +112,13 @@ function chatCall(config: LlmConfig, client: OpenAI): LlmCall {
       if (chunk.model) model = chunk.model;
       if (chunk.usage) usage = chunk.usage;
     }
-    return { text, model, promptTokens: usage?.prompt_tokens, completionTokens: usage?.completion_tokens };
+    return {
+      text,
+      model,
+      promptTokens: usage?.prompt_tokens,
+      completionTokens: usage?.completion_tokens,
+      cachedPromptTokens: usage?.prompt_tokens_details?.cached_tokens,
+    };
   };
 }
 
@@ -123,6 +132,7 @@ function responsesCall(config: LlmConfig, client: OpenAI): LlmCall {
         model: response.model || config.model,
         promptTokens: response.usage?.input_tokens,
         completionTokens: response.usage?.output_tokens,
+        cachedPromptTokens: response.usage?.input_tokens_details?.cached_tokens,
       };
     }
     const events = await client.responses.create({ ...body, stream: true }, { signal });
@@ -134,7 +144,13 @@ function responsesCall(config: LlmConfig, client: OpenAI): LlmCall {
         text += event.delta;
       } else if (event.type === 'response.completed') {
         const r = event.response;
-        result = { text: r.output_text || text, model: r.model || config.model, promptTokens: r.usage?.input_tokens, completionTokens: r.usage?.output_tokens };
+        result = {
+          text: r.output_text || text,
+          model: r.model || config.model,
+          promptTokens: r.usage?.input_tokens,
+          completionTokens: r.usage?.output_tokens,
+          cachedPromptTokens: r.usage?.input_tokens_details?.cached_tokens,
+        };
       }
     }
     return result ?? { text, model: config.model };
@@ -148,17 +164,25 @@ function anthropicCall(config: LlmConfig): LlmCall {
     if (!stream) {
       const response = await client.messages.create(body, { signal, timeout: timeoutMs });
       const text = response.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
-      return { text, model: response.model || config.model, promptTokens: response.usage?.input_tokens, completionTokens: response.usage?.output_tokens };
+      return {
+        text,
+        model: response.model || config.model,
+        promptTokens: response.usage?.input_tokens,
+        completionTokens: response.usage?.output_tokens,
+        cachedPromptTokens: response.usage?.cache_read_input_tokens ?? undefined,
+      };
     }
     const events = await client.messages.create({ ...body, stream: true }, { signal });
     let text = '';
     let model = config.model;
     let promptTokens: number | undefined;
     let completionTokens: number | undefined;
+    let cachedPromptTokens: number | undefined;
     for await (const event of events) {
       if (event.type === 'message_start') {
         model = event.message.model || model;
         promptTokens = event.message.usage?.input_tokens;
+        cachedPromptTokens = event.message.usage?.cache_read_input_tokens ?? undefined;
       } else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') {
         onDelta(event.delta.text);
         text += event.delta.text;
@@ -166,7 +190,7 @@ function anthropicCall(config: LlmConfig): LlmCall {
         completionTokens = event.usage?.output_tokens;
       }
     }
-    return { text, model, promptTokens, completionTokens };
+    return { text, model, promptTokens, completionTokens, cachedPromptTokens };
   };
 }
 
@@ -267,6 +291,7 @@ export async function summariseInChunks(
   let model = summariser.model;
   let promptTokens: number | undefined;
   let completionTokens: number | undefined;
+  let cachedPromptTokens: number | undefined;
   let streamedChars = 0;
   const add = (a: number | undefined, b: number | undefined) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
   for (const [i, chunk] of chunks.entries()) {
@@ -295,6 +320,7 @@ export async function summariseInChunks(
     model = result.model;
     promptTokens = add(promptTokens, result.promptTokens);
     completionTokens = add(completionTokens, result.completionTokens);
+    cachedPromptTokens = add(cachedPromptTokens, result.cachedPromptTokens);
   }
-  return { text: summary ?? '', model, promptTokens, completionTokens, chunks: chunks.length };
+  return { text: summary ?? '', model, promptTokens, completionTokens, cachedPromptTokens, chunks: chunks.length };
 }

@@ -2,10 +2,9 @@
  * The automatic-compaction state of a lineage (the threshold policy's cooldown ladder and its
  * pending request), settled in the transaction of the job that answered it.
  */
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type { Executor } from './executor';
 import type { CompactionJob } from './jobs';
-import { lineages } from './schema';
 
 /**
  * How appends request compactions on their own (the threshold policy). An append that leaves
@@ -25,7 +24,9 @@ export const DEFAULT_AUTO_COMPACTION_POLICY: AutoCompactionPolicy = {
 };
 
 /**
- * Records how a job ended for the threshold policy, in the job's own transaction. `succeeded`
+ * Records how a job ended for the threshold policy, in the job's own transaction
+ * (`sc_settle_auto_compaction`, src/db/migrations/0014_one_statement_commit.sql, which the
+ * one-statement commit calls too). `succeeded`
  * (the head is now under the threshold) resets the cooldown ladder, whoever asked. Only a job
  * that answered the lineage's pending automatic request touches the rest: `failed` (refused,
  * aborted, or the head still at or above the threshold) climbs the ladder; `settled` only ends
@@ -38,24 +39,12 @@ export async function settleAutoCompaction(
   policy: AutoCompactionPolicy,
 ): Promise<void> {
   if (job.requestIds.length === 0) return;
-  const answeredAuto = and(eq(lineages.id, job.lineageId), inArray(lineages.autoRequestId, job.requestIds));
-  if (how === 'settled') {
-    await tx.update(lineages).set({ autoRequestId: null }).where(answeredAuto);
-    return;
-  }
-  if (how === 'succeeded') {
-    // Whoever asked, the head is now under the threshold: the ladder starts again.
-    await tx.update(lineages).set({ autoRequestId: null, autoFailures: 0, autoCooldownUntil: null }).where(eq(lineages.id, job.lineageId));
-    return;
-  }
+  const ladder = `{${cooldownLadder(policy).join(',')}}`;
+  await tx.execute(sql`select sc_settle_auto_compaction(${job.lineageId}, ${JSON.stringify(job.requestIds)}::jsonb, ${how}, ${ladder}::bigint[])`);
+}
+
+/** The ladder as the SQL function takes it: whole milliseconds, never empty (an empty policy cools down for 0 ms). */
+export function cooldownLadder(policy: AutoCompactionPolicy): number[] {
   const ladder = policy.cooldownsMs.length > 0 ? policy.cooldownsMs : [0];
-  const steps = sql.raw(`ARRAY[${ladder.map((ms) => Math.max(0, Math.round(ms))).join(',')}]::bigint[]`);
-  await tx
-    .update(lineages)
-    .set({
-      autoRequestId: null,
-      autoFailures: sql`${lineages.autoFailures} + 1`,
-      autoCooldownUntil: sql`now() + make_interval(secs => (${steps})[least(${lineages.autoFailures} + 1, ${ladder.length})] / 1000.0)`,
-    })
-    .where(answeredAuto);
+  return ladder.map((ms) => Math.max(0, Math.round(ms)));
 }

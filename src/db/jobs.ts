@@ -5,9 +5,12 @@
  */
 import { asc, and, eq, sql } from 'drizzle-orm';
 import { SessionNotFoundError } from '../errors';
+import type { Message } from '../compaction/dialects';
+import type { JsonValue } from '../compaction/json';
 import type { CompactionOutcome } from '../workflows/contract';
 import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY, settleAutoCompaction } from './auto-compaction';
 import type { Database } from './database';
+import type { LineageInfo } from './lineage-state';
 import { compactions, lineages } from './schema';
 
 export interface CompactionJob {
@@ -35,19 +38,49 @@ function jobRow(job: CompactionJob, model: string) {
   };
 }
 
+/** The audit row's fields an attempt decides by when it starts. */
+export interface JobState {
+  outcome: JobRecord['outcome'];
+  attempts: number;
+  generation: number;
+  parentSessionId: string;
+  childSessionId: string | null;
+  messagesAfter: number | null;
+  reason: string | null;
+  gate: string | null;
+}
+
+/** A stored message row as a compaction reads it. */
+export interface SnapshotRow {
+  id: number;
+  seq: number;
+  body: Message;
+  tokenEstimate: number;
+  lineageSeq: number | null;
+  originMessageId: number | null;
+}
+
+/** What an attempt starts from: its audit row, the lineage, the head's ledger and the parent's live rows. */
+export interface StartedJob {
+  job: JobState;
+  lineage: LineageInfo;
+  ledger: JsonValue | null;
+  rows: SnapshotRow[];
+}
+
 /**
- * Opens (or, on a retried attempt, reopens) the audit row of a job. `attempt` is Temporal's
+ * Opens (or, on a retried attempt, reopens) the audit row of a job and reads what the attempt
+ * summarises, in one statement (`sc_compaction_begin`, migration 0014). `attempt` is Temporal's
  * attempt number of the activity: the row keeps the greatest one seen, and only that attempt
  * may decide or commit the job (the fencing token). An attempt that finds a greater one
  * recorded was superseded while it stalled, and must write nothing.
  */
-export async function beginJob(db: Database, job: CompactionJob, model: string, attempt: number): Promise<JobRecord> {
-  const [row] = await db
-    .insert(compactions)
-    .values({ ...jobRow(job, model), outcome: 'running', attempts: attempt })
-    .onConflictDoUpdate({ target: compactions.id, set: { attempts: sql`greatest(${compactions.attempts}, excluded.attempts)` } })
-    .returning();
-  return row;
+export async function beginJob(db: Database, job: CompactionJob, model: string, attempt: number): Promise<StartedJob> {
+  const input = { ...job, model, attempt };
+  const { rows } = await db.execute<{ started: StartedJob | { missing: true } }>(sql`select sc_compaction_begin(${JSON.stringify(input)}::jsonb) as started`);
+  const started = rows[0].started;
+  if ('missing' in started) throw new SessionNotFoundError(job.lineageId);
+  return started;
 }
 
 /**
@@ -117,6 +150,7 @@ export interface JobFields {
   messagesAfter?: number;
   promptTokens?: number;
   completionTokens?: number;
+  cachedPromptTokens?: number;
   gate?: string;
   gateResults?: Record<string, string>;
   /**
@@ -152,6 +186,7 @@ export async function finishJob(
         messagesAfter: fields.messagesAfter,
         summariserPromptTokens: fields.promptTokens,
         summariserCompletionTokens: fields.completionTokens,
+        summariserCachedPromptTokens: fields.cachedPromptTokens,
         gate: fields.gate ?? null,
         gateResults: fields.gateResults ?? null,
         finishedAt: new Date(),

@@ -148,6 +148,8 @@ export const compactions = pgTable(
     messagesAfter: integer('messages_after'),
     summariserPromptTokens: integer('summariser_prompt_tokens'),
     summariserCompletionTokens: integer('summariser_completion_tokens'),
+    /** Prompt tokens the provider served from its prompt cache, where it reports them. */
+    summariserCachedPromptTokens: integer('summariser_cached_prompt_tokens'),
     /** The last parent seq the summariser saw; later rows were carried over at commit. */
     watermarkSeq: integer('watermark_seq'),
     /** Lineage sequence numbers (inclusive) of the first and last appended message the summary covers. */
@@ -158,6 +160,8 @@ export const compactions = pgTable(
     /** Each gate's verdict on the head the job would have committed: 'pass' or the reason it failed. */
     gateResults: jsonb<Record<string, string>>('gate_results'),
     attempts: integer('attempts').notNull().default(0),
+    /** How many times the commit found rows appended that the gates had not seen, and gated again. */
+    commitRetries: integer('commit_retries'),
     startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
     finishedAt: timestamp('finished_at', { withTimezone: true }),
     outcome: text('outcome', { enum: ['running', 'compacted', 'stale', 'refused', 'aborted'] }).notNull(),
