@@ -4,7 +4,8 @@
  * 1. src/ compiled to CommonJS JavaScript (tsconfig.build.json; src/dev, the dev stack, is
  *    left out), so the image runs `node dist/worker.js` with no tsx and no TypeScript;
  * 2. the files the code reads by path from beside itself: the SQL migrations
- *    (`MIGRATIONS_DIR`, db/migrations) and the failure converter (codec/failure-converter.js,
+ *    (`MIGRATIONS_DIR`, db/migrations), the SQL functions (`FUNCTIONS_DIR`, db/functions) and
+ *    the failure converter (codec/failure-converter.js,
  *    which the SDK loads by `failureConverterPath`);
  * 3. the workflow bundles, built now rather than at every worker start, from the compiled
  *    workflows, exactly as the worker would bundle them (src/worker.ts `workflowCode`): one
@@ -71,8 +72,9 @@ export async function build(outDir: string): Promise<void> {
 
   await step(`compiled src/ to ${relative}/`, () => compile(outDir));
 
-  await step('copied the migrations and the failure converter', () => {
+  await step('copied the migrations, the SQL functions and the failure converter', () => {
     cpSync(path.join(PROJECT_ROOT, 'src/db/migrations'), path.join(outDir, 'db/migrations'), { recursive: true });
+    cpSync(path.join(PROJECT_ROOT, 'src/db/functions'), path.join(outDir, 'db/functions'), { recursive: true });
     cpSync(path.join(PROJECT_ROOT, 'src/codec/failure-converter.js'), path.join(outDir, 'codec/failure-converter.js'));
   });
 

@@ -65,8 +65,11 @@ describe('npm run build', () => {
     ]) {
       expect(existsSync(path.join(outDir, file)), file).toBe(true);
     }
-    const migrations = filesUnder(path.join(PROJECT_ROOT, 'src/db/migrations')).sort();
-    expect(filesUnder(path.join(outDir, 'db/migrations')).sort()).toEqual(migrations);
+    for (const sqlDir of ['migrations', 'functions']) {
+      const files = filesUnder(path.join(PROJECT_ROOT, 'src/db', sqlDir)).sort();
+      expect(files.length, sqlDir).toBeGreaterThan(0);
+      expect(filesUnder(path.join(outDir, 'db', sqlDir)).sort(), sqlDir).toEqual(files);
+    }
     // No TypeScript and no dev stack in the output.
     expect(filesUnder(outDir).filter((file) => file.endsWith('.ts'))).toEqual([]);
     expect(existsSync(path.join(outDir, 'dev'))).toBe(false);

@@ -25,7 +25,7 @@ export const DEFAULT_AUTO_COMPACTION_POLICY: AutoCompactionPolicy = {
 
 /**
  * Records how a job ended for the threshold policy, in the job's own transaction
- * (`sc_settle_auto_compaction`, src/db/migrations/0014_one_statement_commit.sql, which the
+ * (src/db/functions/sc_settle_auto_compaction.sql, which the
  * one-statement commit calls too). `succeeded`
  * (the head is now under the threshold) resets the cooldown ladder, whoever asked. Only a job
  * that answered the lineage's pending automatic request touches the rest: `failed` (refused,

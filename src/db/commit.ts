@@ -82,7 +82,7 @@ export const OPTIMISTIC_COMMITS = 3;
 type Answer = CommitResult | { outcome: 'appended'; rows: SnapshotRow[] };
 
 /**
- * Publishes a compaction in one statement (`sc_compaction_commit`, migration 0014): the new
+ * Publishes a compaction in one statement (src/db/functions/sc_compaction_commit.sql): the new
  * head (a child, or the same session with old rows archived) gets the compacted messages
  * followed by every message appended after the snapshot's watermark; the parent ends with
  * exactly one row changed; the lineage moves to the new head and generation.

@@ -1,7 +1,8 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
-import { Pool } from 'pg';
+import { Pool, type PoolClient } from 'pg';
 import * as schema from './schema';
 
 export type Database = NodePgDatabase<typeof schema>;
@@ -25,6 +26,78 @@ export function openDatabase(url: string, options: { max?: number } = {}): Datab
 
 export const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
 
+/**
+ * The current definition of every SQL function of the schema, one file per function, named
+ * after it (`session_append.sql`): the numbered migrations keep each function's history, these
+ * files its present. runMigrations applies them after the migrations, every time, so a
+ * function changes by editing its file, and nothing else.
+ */
+export const FUNCTIONS_DIR = path.join(__dirname, 'functions');
+
+interface FunctionSource {
+  /** The function the file defines: its file name without `.sql`. */
+  name: string;
+  file: string;
+  sql: string;
+}
+
+/** The file's SQL without its whole-line comments, which name functions they do not call. */
+const withoutSqlComments = (sql: string) => sql.replace(/^\s*--.*$/gm, '');
+
+/**
+ * The function files in the order they are applied: each after the files of the functions it
+ * calls, otherwise by name. A SQL-language body is checked against the functions it calls when
+ * it is created, so those must exist in their current form first (plpgsql bodies are resolved
+ * only when they run, so a cycle through plpgsql functions, broken at any edge, still applies).
+ */
+export function functionSources(dir = FUNCTIONS_DIR): FunctionSource[] {
+  const files = readdirSync(dir)
+    .filter((file) => file.endsWith('.sql'))
+    .sort();
+  const byName = new Map<string, FunctionSource>();
+  for (const file of files) {
+    const name = file.slice(0, -'.sql'.length);
+    byName.set(name, { name, file, sql: readFileSync(path.join(dir, file), 'utf8') });
+  }
+  const ordered: FunctionSource[] = [];
+  const visited = new Set<string>();
+  const visit = (source: FunctionSource) => {
+    if (visited.has(source.name)) return;
+    visited.add(source.name);
+    const code = withoutSqlComments(source.sql);
+    for (const callee of byName.values()) {
+      if (callee.name !== source.name && new RegExp(`\\b${callee.name}\\s*\\(`).test(code)) visit(callee);
+    }
+    ordered.push(source);
+  };
+  for (const source of byName.values()) visit(source);
+  return ordered;
+}
+
+/** Applies every function file, in one transaction: a file that fails leaves the previous definitions in place. */
+async function applyFunctionSources(client: PoolClient): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    for (const source of functionSources()) {
+      try {
+        await client.query(source.sql);
+      } catch (error) {
+        throw new Error(`applying ${source.file} failed: ${(error as Error).message}`, { cause: error });
+      }
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
+  }
+}
+
+/** When this release's last migration was generated: drizzle records it as that migration's `created_at`. */
+function lastMigrationMillis(): number {
+  const journal = JSON.parse(readFileSync(path.join(MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8')) as { entries: Array<{ when: number }> };
+  return Math.max(...journal.entries.map((entry) => entry.when));
+}
+
 /** An arbitrary, fixed key: concurrent workers starting together migrate one at a time. */
 const MIGRATION_LOCK_KEY = 727_001;
 
@@ -34,6 +107,10 @@ export async function runMigrations(handle: DatabaseHandle): Promise<void> {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     try {
       await migrate(drizzle(client, { schema }), { migrationsFolder: MIGRATIONS_DIR });
+      // A database a newer release migrated (an older worker restarting during a rollout)
+      // keeps that release's functions, as it keeps its tables.
+      const applied = await client.query<{ last: string | null }>('select max(created_at) as last from drizzle.__drizzle_migrations');
+      if (Number(applied.rows[0].last) <= lastMigrationMillis()) await applyFunctionSources(client);
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }

@@ -70,7 +70,7 @@ export interface StartedJob {
 
 /**
  * Opens (or, on a retried attempt, reopens) the audit row of a job and reads what the attempt
- * summarises, in one statement (`sc_compaction_begin`, migration 0014). `attempt` is Temporal's
+ * summarises, in one statement (src/db/functions/sc_compaction_begin.sql). `attempt` is Temporal's
  * attempt number of the activity: the row keeps the greatest one seen, and only that attempt
  * may decide or commit the job (the fencing token). An attempt that finds a greater one
  * recorded was superseded while it stalled, and must write nothing.

@@ -183,7 +183,7 @@ export const compactions = pgTable(
 /**
  * Append keys: an append sent with a key is stored once per lineage; a resend with the same
  * key (a retry after a lost answer) gets the first answer and writes nothing. Written by the
- * session_append SQL function (migrations/0006_data_plane_functions.sql).
+ * session_append SQL function (functions/session_append.sql).
  */
 export const appendKeys = pgTable(
   'append_keys',
@@ -202,7 +202,7 @@ export const appendKeys = pgTable(
 
 /**
  * Appended messages a retention run deleted with no other copy left in their lineage, as
- * ranges of lineage sequence numbers (migrations/0012_erase_and_retention.sql): the audit
+ * ranges of lineage sequence numbers (functions/retention_prune.sql): the audit
  * counts them as pruned, not lost.
  */
 export const prunedMessages = pgTable(

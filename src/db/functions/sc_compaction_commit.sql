@@ -1,0 +1,154 @@
+-- Publishes a compaction in one statement (src/db/commit.ts builds `p`). Under the lineage
+-- lock and the job row's lock it writes nothing and answers `stale` when the attempt was
+-- superseded, the job already ended, the lineage closed or moved on, or a message the summary
+-- read was taken back; answers `appended` with the rows when the live rows after the watermark
+-- are not exactly p.carriedIds (the rows the gates saw); and answers a committed job from its
+-- audit row. Otherwise it writes the new head (a child, or the same session with its old rows
+-- archived): p.head, then the carried rows copied inside Postgres, ends the parent (rotate),
+-- moves the lineage, settles the automatic request and writes the audit row.
+CREATE OR REPLACE FUNCTION sc_compaction_commit(p jsonb)
+RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+  g lineages;
+  c compactions;
+  v_job text := p->>'jobId';
+  v_parent text := p->>'parentSessionId';
+  v_attempt integer := (p->>'attempt')::integer;
+  v_watermark integer := (p->>'watermarkSeq')::integer;
+  v_snapshot_rows integer := (p->>'snapshotRows')::integer;
+  v_generation integer := (p->>'generation')::integer + 1;
+  v_head text := v_parent;
+  v_first_seq integer := 1;
+  v_head_count integer := jsonb_array_length(p->'head');
+  v_live integer;
+  v_carried bigint[];
+  v_tokens integer;
+  v_ended integer;
+  v_notes text[] := '{}';
+  v_reason text;
+  v_still_above boolean;
+BEGIN
+  SELECT * INTO g FROM lineages WHERE id = p->>'lineageId' FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN jsonb_build_object('outcome', 'missing');
+  END IF;
+  -- A statement of its own after the lineage lock, so it reads the job's latest state.
+  SELECT * INTO c FROM compactions WHERE id = v_job FOR UPDATE;
+  IF FOUND THEN
+    IF c.outcome = 'compacted' THEN
+      RETURN jsonb_build_object('outcome', 'compacted', 'headSessionId', coalesce(c.child_session_id, g.head_session_id),
+        'generation', c.generation, 'carried', 0, 'tokensAfter', coalesce(c.tokens_after, 0),
+        'messagesAfter', coalesce(c.messages_after, 0), 'alreadyCommitted', true);
+    END IF;
+    IF v_attempt IS NOT NULL AND c.attempts <> v_attempt THEN
+      RETURN sc_compaction_stale(g.head_session_id, g.generation, format('attempt %s was superseded by attempt %s', v_attempt, c.attempts));
+    END IF;
+    IF c.outcome <> 'running' THEN
+      -- The job was already decided (refused, stale or aborted): a late attempt may not commit it.
+      RETURN sc_compaction_stale(g.head_session_id, g.generation, format('the compaction already ended as %s', c.outcome));
+    END IF;
+  END IF;
+  IF g.closed_at IS NOT NULL THEN
+    RETURN sc_compaction_stale(g.head_session_id, g.generation, 'the lineage was closed');
+  END IF;
+  IF g.head_session_id <> v_parent OR g.generation <> v_generation - 1 THEN
+    RETURN sc_compaction_stale(g.head_session_id, g.generation,
+      format('the lineage moved on to %s (generation %s) while summarising', g.head_session_id, g.generation));
+  END IF;
+
+  -- Lock the parent's row before reading what to carry: a writer that bypasses the lineage
+  -- lock holds it FOR SHARE from its insert (the ended-session trigger) to its commit, so it
+  -- either commits first and is seen below, or waits and then finds the parent ended.
+  PERFORM 1 FROM sessions WHERE id = v_parent FOR UPDATE;
+  -- A message the summary read may have been taken back since (session_replace_tail): the
+  -- head this job built would bring it back, so it does not commit.
+  SELECT count(*) INTO v_live FROM messages WHERE session_id = v_parent AND archived_at IS NULL AND seq <= v_watermark;
+  IF v_live <> v_snapshot_rows THEN
+    RETURN sc_compaction_stale(g.head_session_id, g.generation,
+      format('%s message(s) the summary read were taken back while summarising', v_snapshot_rows - v_live));
+  END IF;
+  SELECT coalesce(array_agg(id ORDER BY seq), '{}') INTO v_carried
+  FROM messages WHERE session_id = v_parent AND archived_at IS NULL AND seq > v_watermark;
+  IF v_carried <> ARRAY(SELECT jsonb_array_elements_text(p->'carriedIds')::bigint) THEN
+    -- The gates did not see this head: nothing is written, and the activity gates again.
+    RETURN jsonb_build_object('outcome', 'appended', 'rows', coalesce((
+      SELECT jsonb_agg(jsonb_build_object(
+        'id', m.id, 'seq', m.seq, 'body', m.body, 'tokenEstimate', m.token_estimate, 'lineageSeq', m.lineage_seq,
+        'originMessageId', m.origin_message_id) ORDER BY m.seq)
+      FROM messages m WHERE m.id = ANY (v_carried)), '[]'::jsonb));
+  END IF;
+
+  IF p->>'mode' = 'rotate' THEN
+    v_head := p->>'childSessionId';
+    INSERT INTO sessions (id, lineage_id, parent_session_id, generation, source) VALUES (v_head, g.id, v_parent, v_generation, g.source);
+  ELSE
+    SELECT coalesce(max(seq), 0) + 1 INTO v_first_seq FROM messages WHERE session_id = v_head;
+    UPDATE messages SET archived_at = now(), archived_by_compaction = v_job WHERE session_id = v_head AND archived_at IS NULL;
+    UPDATE sessions SET generation = v_generation WHERE id = v_head;
+  END IF;
+  -- A kept message (copyOf) takes its body from the row it copies: the body never passes
+  -- through JavaScript, whose numbers would round a 64-bit id another client stored.
+  INSERT INTO messages (session_id, seq, role, body, token_estimate, lineage_seq, origin_message_id, written_by_compaction)
+  SELECT v_head, v_first_seq + h.ord::integer - 1, h.e->>'role',
+         CASE WHEN h.e ? 'copyOf' THEN (SELECT m.body FROM messages m WHERE m.id = (h.e->>'copyOf')::bigint) ELSE h.e->'body' END,
+         (h.e->>'tokens')::integer, (h.e->>'lineageSeq')::integer, (h.e->>'originMessageId')::bigint, v_job
+  FROM jsonb_array_elements(p->'head') WITH ORDINALITY AS h(e, ord);
+  INSERT INTO messages (session_id, seq, role, body, token_estimate, lineage_seq, origin_message_id, written_by_compaction)
+  SELECT v_head, v_first_seq + v_head_count + k.ord::integer - 1, m.role, m.body, m.token_estimate, m.lineage_seq,
+         coalesce(m.origin_message_id, m.id), v_job
+  FROM unnest(v_carried) WITH ORDINALITY AS k(id, ord) JOIN messages m ON m.id = k.id;
+  IF p->>'mode' = 'rotate' THEN
+    UPDATE sessions SET ended_at = clock_timestamp(), end_reason = 'compression' WHERE id = v_parent AND ended_at IS NULL;
+    GET DIAGNOSTICS v_ended = ROW_COUNT;
+    IF v_ended <> 1 THEN
+      RAISE EXCEPTION 'parent % was not live at commit; rolling back', v_parent;
+    END IF;
+  END IF;
+
+  SELECT coalesce(sum((e->>'tokens')::integer), 0) INTO v_tokens FROM jsonb_array_elements(p->'head') e;
+  v_tokens := v_tokens + coalesce((SELECT sum(token_estimate) FROM messages WHERE id = ANY (v_carried)), 0);
+  UPDATE lineages SET head_session_id = v_head, generation = v_generation, head_tokens = v_tokens, ledger = nullif(p->'ledger', 'null'::jsonb)
+  WHERE id = g.id;
+
+  IF p->>'note' IS NOT NULL THEN
+    v_notes := v_notes || (p->>'note');
+  END IF;
+  IF cardinality(v_carried) > 0 THEN
+    v_notes := v_notes || format('carried %s message(s) appended during the summary', cardinality(v_carried));
+  END IF;
+  IF (p->>'commitRetries')::integer > 0 THEN
+    v_notes := v_notes || format('committed after %s re-gate(s) of rows appended at commit', p->>'commitRetries');
+  END IF;
+  v_still_above := g.compact_at_tokens IS NOT NULL AND v_tokens >= g.compact_at_tokens;
+  IF v_still_above THEN
+    v_notes := v_notes || format('the compacted head still holds %s tokens, at or above the threshold of %s', v_tokens, g.compact_at_tokens);
+  END IF;
+  PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', CASE WHEN v_still_above THEN 'failed' ELSE 'succeeded' END,
+    ARRAY(SELECT jsonb_array_elements_text(p->'cooldownsMs')::bigint));
+  v_reason := nullif(array_to_string(v_notes, '; '), '');
+
+  INSERT INTO compactions AS x (
+    id, lineage_id, parent_session_id, request_ids, trigger, outcome, child_session_id, generation, tokens_before, tokens_after,
+    messages_before, messages_after, summariser_prompt_tokens, summariser_completion_tokens, summariser_cached_prompt_tokens,
+    watermark_seq, summarised_from_seq, summarised_to_seq, gate_results, reason, rung, ledger, commit_retries, finished_at)
+  VALUES (
+    v_job, g.id, v_parent, p->'requestIds', p->>'trigger', 'compacted', v_head, v_generation, (p->>'tokensBefore')::integer, v_tokens,
+    (p->>'messagesBefore')::integer, v_head_count + cardinality(v_carried), (p->>'promptTokens')::integer,
+    (p->>'completionTokens')::integer, (p->>'cachedPromptTokens')::integer, v_watermark, (p->>'summarisedFromSeq')::integer,
+    (p->>'summarisedToSeq')::integer, nullif(p->'gateResults', 'null'::jsonb), v_reason, coalesce(p->>'rung', 'summary'),
+    nullif(p->'ledger', 'null'::jsonb), (p->>'commitRetries')::integer, now())
+  ON CONFLICT (id) DO UPDATE SET
+    outcome = excluded.outcome, child_session_id = excluded.child_session_id, generation = excluded.generation,
+    tokens_before = excluded.tokens_before, tokens_after = excluded.tokens_after, messages_before = excluded.messages_before,
+    messages_after = excluded.messages_after, summariser_prompt_tokens = excluded.summariser_prompt_tokens,
+    summariser_completion_tokens = excluded.summariser_completion_tokens,
+    summariser_cached_prompt_tokens = excluded.summariser_cached_prompt_tokens, watermark_seq = excluded.watermark_seq,
+    summarised_from_seq = excluded.summarised_from_seq, summarised_to_seq = excluded.summarised_to_seq,
+    gate_results = excluded.gate_results, reason = excluded.reason, rung = excluded.rung, ledger = excluded.ledger,
+    commit_retries = excluded.commit_retries, finished_at = excluded.finished_at;
+
+  RETURN jsonb_build_object('outcome', 'compacted', 'headSessionId', v_head, 'generation', v_generation,
+    'carried', cardinality(v_carried), 'tokensAfter', v_tokens, 'messagesAfter', v_head_count + cardinality(v_carried),
+    'alreadyCommitted', false, 'reason', v_reason);
+END
+$$;

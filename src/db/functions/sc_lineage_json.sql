@@ -1,0 +1,8 @@
+-- A lineage row as the data plane answers it (camelCase keys).
+CREATE OR REPLACE FUNCTION sc_lineage_json(g lineages) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+  SELECT jsonb_build_object(
+    'lineageId', g.id, 'headSessionId', g.head_session_id, 'generation', g.generation, 'mode', g.mode, 'dialect', g.dialect,
+    'source', g.source, 'compactAtTokens', g.compact_at_tokens, 'model', g.model, 'contextWindow', g.context_window,
+    'closed', g.closed_at IS NOT NULL);
+$$;

@@ -1,0 +1,34 @@
+-- Erases every row of the lineage of p_session_id (any of its session ids) in one
+-- transaction: messages, compactions, append keys, pruned ranges, sessions, the lineage. The
+-- caller closes the lineage and deletes its workflow executions first (src/client
+-- deleteLineage): a lineage being erased refuses appends and creates meanwhile. Answers
+-- {lineageId, messages, sessions, compactions, appendKeys} (rows deleted).
+CREATE OR REPLACE FUNCTION session_erase(p_session_id text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  g lineages;
+  n_messages integer;
+  n_sessions integer;
+  n_compactions integer;
+  n_keys integer;
+BEGIN
+  SELECT l.* INTO g FROM sessions s JOIN lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id FOR UPDATE OF l;
+  IF NOT FOUND THEN
+    SELECT * INTO g FROM lineages WHERE id = p_session_id FOR UPDATE;
+    IF NOT FOUND THEN
+      PERFORM sc_not_found(p_session_id);
+    END IF;
+  END IF;
+  DELETE FROM messages m USING sessions s WHERE s.id = m.session_id AND s.lineage_id = g.id;
+  GET DIAGNOSTICS n_messages = ROW_COUNT;
+  DELETE FROM compactions WHERE lineage_id = g.id;
+  GET DIAGNOSTICS n_compactions = ROW_COUNT;
+  DELETE FROM append_keys WHERE lineage_id = g.id;
+  GET DIAGNOSTICS n_keys = ROW_COUNT;
+  DELETE FROM pruned_messages WHERE lineage_id = g.id;
+  DELETE FROM sessions WHERE lineage_id = g.id;
+  GET DIAGNOSTICS n_sessions = ROW_COUNT;
+  DELETE FROM lineages WHERE id = g.id;
+  RETURN jsonb_build_object('lineageId', g.id, 'messages', n_messages, 'sessions', n_sessions, 'compactions', n_compactions, 'appendKeys', n_keys);
+END
+$$;

@@ -1,0 +1,14 @@
+-- The ledger of a session's lineage head (what its latest compaction carries), or null before
+-- the first compaction that wrote one. Any session id of the lineage (or the lineage id) will do.
+CREATE OR REPLACE FUNCTION session_ledger(p_session_id text)
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  g lineages;
+BEGIN
+  SELECT l.* INTO g FROM sessions s JOIN lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id;
+  IF NOT FOUND THEN
+    PERFORM sc_not_found(p_session_id);
+  END IF;
+  RETURN g.ledger;
+END
+$$;

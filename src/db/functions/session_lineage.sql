@@ -1,0 +1,18 @@
+-- The lineage of any session id: its state, and its sessions root first with live message counts.
+CREATE OR REPLACE FUNCTION session_lineage(p_session_id text)
+RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+DECLARE
+  g lineages;
+BEGIN
+  SELECT l.* INTO g FROM sessions s JOIN lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id;
+  IF NOT FOUND THEN
+    PERFORM sc_not_found(p_session_id);
+  END IF;
+  RETURN sc_lineage_json(g) || jsonb_build_object('sessions', coalesce((
+    SELECT jsonb_agg(jsonb_build_object(
+      'sessionId', s.id, 'parentSessionId', s.parent_session_id,
+      'endedAt', to_char(s.ended_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'endReason', s.end_reason,
+      'messageCount', (SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.archived_at IS NULL)) ORDER BY s.generation, s.started_at)
+    FROM sessions s WHERE s.lineage_id = g.id), '[]'::jsonb));
+END
+$$;
