@@ -1,7 +1,7 @@
 /**
  * Patch ids: each guards a change to the commands the workflow emits, so that histories of
  * open lineages recorded before the change still replay (README, "Changing workflow code";
- * test/evolution.test.ts proves each guard). Never rename or reuse one.
+ * test/replay/evolution.test.ts proves each guard). Never rename or reuse one.
  */
 
 /** Close marks the lineage closed in Postgres before the run completes. */
