@@ -1,5 +1,5 @@
 /**
- * Regression tests for review fixes that had none: each fails with its fix removed.
+ * Two endings a caller must read right, each of which fails here if its handling is removed:
  * - An abort adopts a racing commit: when the summarise activity fails for good after a lost
  *   attempt committed, `recordAbortedCompaction` reads Postgres under the lineage lock and
  *   the workflow answers `compacted` with the committed head, not `aborted`.
@@ -27,14 +27,14 @@ describe('an abort adopts a commit that raced it', () => {
     // lineage lock) for longer than the lease: no heartbeat arrives meanwhile, Temporal times
     // the attempt out, and the workflow's abort has to wait for this commit.
     await pool.query(`
-      create sequence review_slow_commit_once;
-      create function review_slow_commit() returns trigger as $$
+      create sequence slow_first_child_commit_once;
+      create function slow_first_child_commit() returns trigger as $$
       begin
-        if nextval('review_slow_commit_once') = 1 then perform pg_sleep(${(4 * TTL_MS) / 1000}); end if;
+        if nextval('slow_first_child_commit_once') = 1 then perform pg_sleep(${(4 * TTL_MS) / 1000}); end if;
         return new;
       end $$ language plpgsql;
-      create trigger review_slow_commit before insert on sessions
-        for each row when (new.parent_session_id is not null) execute function review_slow_commit();`);
+      create trigger slow_first_child_commit before insert on sessions
+        for each row when (new.parent_session_id is not null) execute function slow_first_child_commit();`);
     const root = uniqueId('ab');
     const ledger = new AppendLedger();
     await stack().client.createSession({ sessionId: root });
@@ -46,7 +46,7 @@ describe('an abort adopts a commit that raced it', () => {
 
     // The fault landed: the commit slept, the attempt timed out, and the workflow took the
     // abort path (a local activity marker after the timeout), with no second attempt.
-    expect((await pool.query<{ n: number }>('select last_value::int as n from review_slow_commit_once')).rows[0].n).toBe(1);
+    expect((await pool.query<{ n: number }>('select last_value::int as n from slow_first_child_commit_once')).rows[0].n).toBe(1);
     const history2 = await stack().temporal.workflow.getHandle(lineageWorkflowId(root)).fetchHistory();
     const events = history2.events ?? [];
     const timedOut = events.findIndex((e) => e.activityTaskTimedOutEventAttributes);
