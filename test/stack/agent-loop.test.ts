@@ -1,5 +1,5 @@
 /**
- * The agent's next call always works (issue 10). A scripted coding agent runs hundreds of
+ * The agent's next call always works. A scripted coding agent runs hundreds of
  * turns against the service: each turn it reads the head, sends it with the real `openai`
  * client to a strict provider that answers 400 exactly where the OpenAI chat API does, and
  * appends the reply (single and parallel tool calls, large tool outputs, new user requests).
@@ -171,7 +171,7 @@ describe('an agent loop against a strict provider', () => {
       // Every message the agent appended is in the head verbatim or in a summarised range.
       const head = await stack.client.transcript(sessionId);
       const inHead = new Set(head.messages.map(canonical));
-      // summarisedFromSeq / summarisedToSeq: inclusive lineage sequence numbers (issue 10).
+      // summarisedFromSeq / summarisedToSeq: inclusive lineage sequence numbers.
       const ranges = rows
         .filter((r) => r.outcome === 'compacted' && r.summarisedFromSeq !== null && r.summarisedToSeq !== null)
         .map((r) => [r.summarisedFromSeq!, r.summarisedToSeq!] as const);

@@ -380,7 +380,7 @@ describe('databaseErrorFrom and queryErrorMessage', () => {
         () => undefined,
         (e: unknown) => e,
       );
-    expect(String((error as Error).message)).toContain('PARAM-MARKER'); // what the CLI used to print
+    expect(String((error as Error).message)).toContain('PARAM-MARKER'); // the driver's message carries the parameters, so the CLI must not print it as is
     expect(queryErrorMessage(error)).toBe('Failed query: select $1::integer as n: invalid input syntax for type integer: "PARAM-MARKER"');
     expect(queryErrorMessage(wrapped(new Error('boom')))).toBe('Failed query: select 1: boom');
     expect(queryErrorMessage(new Error('Failed query: select 2\nparams: secret'))).toBe('Failed query: select 2');

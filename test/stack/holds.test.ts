@@ -1,5 +1,5 @@
 /**
- * Holds and references, from the review of the dialects: a lineage with thinking on is held
+ * Where a compaction is held, and what becomes of an item reference: a lineage with thinking on is held
  * inside an open tool loop also when the loop was opened by appends carried in during the
  * summary (the gate sees the head at commit), a held automatic request does not climb the
  * cooldown ladder, and a Responses item reference (which the provider cannot resolve with
