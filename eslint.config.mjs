@@ -1,7 +1,7 @@
 // ESLint (flat config): typescript-eslint's recommended type-checked rules for all of the
 // project's TypeScript, plus the workflow determinism rules for src/workflows. Formatting is
 // Prettier's job (`npm run format`); unused exports, files and dependencies are knip's
-// (knip.json). test/lint-rules.test.ts proves the project-specific rules still fire.
+// (knip.json). test/unit/lint-rules.test.ts proves the project-specific rules still fire.
 import { builtinModules } from 'node:module';
 import js from '@eslint/js';
 import { defineConfig } from 'eslint/config';

@@ -7,17 +7,17 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * on 2 cores. Every other file follows in Vitest's own order.
  */
 const LONGEST = [
-  'test/chaos.test.ts',
-  'test/cli.test.ts',
-  'test/dev-shutdown.test.ts',
-  'test/dialect-agent-loop.test.ts',
-  'test/agent-loop.test.ts',
-  'test/lease.test.ts',
-  'test/operator.test.ts',
-  'test/data-lifecycle.test.ts',
-  'test/build.test.ts',
-  'test/lint-rules.test.ts',
-  'test/evolution.test.ts',
+  'test/stack/chaos.test.ts',
+  'test/stack/cli.test.ts',
+  'test/stack/dev-shutdown.test.ts',
+  'test/stack/dialect-agent-loop.test.ts',
+  'test/stack/agent-loop.test.ts',
+  'test/stack/lease.test.ts',
+  'test/stack/operator.test.ts',
+  'test/stack/data-lifecycle.test.ts',
+  'test/stack/build.test.ts',
+  'test/unit/lint-rules.test.ts',
+  'test/replay/evolution.test.ts',
 ];
 
 class LongestFirst extends BaseSequencer {

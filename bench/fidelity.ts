@@ -18,7 +18,7 @@
  *
  * The pipeline is the compaction activity's own pure part (plan, `maskingProposal` /
  * `summaryProposal`, the gates), without Postgres and Temporal: the real-stack proofs are in
- * test/ledger-and-masking.test.ts. Never part of `npm test`.
+ * test/stack/ledger-and-masking.test.ts. Never part of `npm test`.
  *
  *   npm run bench:fidelity              every corpus file, 3 generated sessions per dialect
  *   npm run bench:fidelity -- --quick   1 generated session per dialect, corpus files up to 150 messages

@@ -12,7 +12,7 @@
  * The service compacts the lineage by itself once the head reaches `compactAtTokens`; the agent
  * never rewrites its history, it reads the head again before every call. With thinking on, the
  * service compacts between turns (never inside an open tool loop), so the agent lets it finish
- * there. test/anthropic-example.test.ts runs it against a strict fake of the Messages API.
+ * there. test/stack/anthropic-example.test.ts runs it against a strict fake of the Messages API.
  *
  * COMPACT_AT_TOKENS (default 3000) should stay above the worker's COMPACTION_TAIL_TOKENS (2000),
  * the recent turns a compaction keeps verbatim: a compaction that leaves the head at or above

@@ -4,8 +4,8 @@
  * read Postgres only (they work while Temporal is down) and every value reaches SQL as a
  * bound parameter (drizzle's `sql` template), never spliced into the text.
  *
- * Compaction rows are read with `to_jsonb(c)`, so columns added later (the summarised range,
- * the gate results) show up here without a change: the reader is tolerant of the schema.
+ * Compaction rows are read with `to_jsonb(c)`, so every column (the summarised range, the gate
+ * results, any a migration adds) shows up here without a change: the reader is tolerant of the schema.
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { dialectOf, type DialectName, type Message } from '../compaction/dialects';

@@ -87,7 +87,7 @@ export interface DevStackSettings {
 /**
  * The dev stack's settings (read by `npm run dev` only). They are read here, beside
  * TEMPORAL_CLI_PATH, the other variable only the dev tooling reads, in one of the files
- * test/docs.test.ts checks against docs/configuration.md.
+ * test/docs/configuration.test.ts checks against docs/configuration.md.
  */
 export function devStackSettings(env: NodeJS.ProcessEnv = process.env): DevStackSettings {
   const port = (name: string, raw: string | undefined, fallback: number) => {

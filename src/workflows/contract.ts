@@ -122,7 +122,7 @@ export interface CarriedState {
   queue: Array<Required<Pick<CompactRequest, 'requestId' | 'sessionId' | 'trigger'>> & Omit<CompactRequest, 'requestId' | 'sessionId' | 'trigger'>>;
   answered: CompactResult[];
   jobCounter: number;
-  /** Carried by runs before the count came from the generation; read by nobody now. */
+  /** Read by nobody (the compaction count comes from the generation); optional so a carried state that still holds it type-checks. */
   compactions?: number;
 }
 

@@ -3,7 +3,7 @@
  * running job, which is answered `stale`, and which is a retry answered from memory. The
  * workflow (session-lineage.ts) owns time, activities and messages; this class owns every
  * decision about requests, so those decisions are unit-tested without Temporal
- * (test/lineage-queue.test.ts). Workflow-safe: no I/O, no clock, no randomness (request ids
+ * (test/unit/lineage-queue.test.ts). Workflow-safe: no I/O, no clock, no randomness (request ids
  * and job ids are made by the caller).
  */
 import type { CarriedState, CompactRequest, CompactResult, CompactionOutcome, CompactionTrigger, LineageState, RequestStatus } from './contract';

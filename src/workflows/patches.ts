@@ -1,10 +1,13 @@
 /**
  * Patch ids: each guards a change to the commands the workflow emits, so that histories of
  * open lineages recorded before the change still replay (README, "Changing workflow code";
- * test/evolution.test.ts proves each guard). Never rename or reuse one.
+ * test/replay/evolution.test.ts proves each guard). Never rename or reuse one.
  */
 
-/** Close marks the lineage closed in Postgres before the run completes. */
+/**
+ * Close marks the lineage closed in Postgres before the run completes. The first release's
+ * close completed without it; test/replay/fixed/rotation-before-close-patch.json is one such history.
+ */
 export const PATCH_CLOSE_MARKS_LINEAGE = 'close-marks-lineage-closed';
 /** Continue as new when due even while requests wait, carrying them (not only when idle). */
 export const PATCH_CONTINUE_AS_NEW_UNDER_LOAD = 'continue-as-new-under-load';

@@ -121,7 +121,8 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
       await condition(() => allHandlersFinished() || queue.hasWaiting);
       if (queue.hasWaiting) continue;
       if (queue.closed) {
-        // Added after the first release: histories recorded before it replay the old path.
+        // Marked closed in Postgres before the run completes, so clients and any later run find
+        // it closed; patched, for histories of closes that completed without this step.
         if (patched(PATCH_CLOSE_MARKS_LINEAGE)) await lineageActivities.markLineageClosed(lineageId);
         return;
       }

@@ -1,6 +1,6 @@
 /**
  * What every chaos scenario must show, shared by the small runs in `npm test`
- * (test/chaos.test.ts) and the full-size runs of `npm run chaos` (test/chaos/full.chaos.ts):
+ * (test/stack/chaos.test.ts) and the full-size runs of `npm run chaos` (test/chaos/full.chaos.ts):
  * the same commits, outcomes and evidence that the fault landed, at any size.
  */
 import { expect } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * A scripted coding agent for the agent-loop proof of the `openai-responses`, `anthropic`
- * and `gemini` dialects (test/dialect-agent-loop.test.ts). Each turn it reads the head from
+ * and `gemini` dialects (test/stack/dialect-agent-loop.test.ts). Each turn it reads the head from
  * the service as the provider gets it (`transcript(id, { for: 'provider' })`), sends it with
  * the provider's real SDK (`openai` Responses API, `@anthropic-ai/sdk`, `@google/genai`) to
  * the strict fake provider, and appends the reply in the dialect's own shape exactly as the

@@ -9,8 +9,8 @@
  *    committed compaction whose parent session held it, unchanged, and (when the test hands
  *    over the prompts the local LLM received) whose text the summariser was really sent.
  * It never reads the watermark or the project's audit (tests keep those assertions as a
- * second check). Only `legacyWatermark`, for rows seeded by a test before ranges existed,
- * accepts a compaction without a range by its watermark.
+ * second check). Only `legacyWatermark`, for compactions stored without a range (as a database
+ * at an older migration holds them: test/stack/upgrade.test.ts), accepts one by its watermark.
  *
  * Every dialect: the ledger reads each lineage's dialect with a query of its own, expects the
  * role column its dialect files the message under (the TypeScript `roleOf`, checked against

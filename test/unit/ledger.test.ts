@@ -1,0 +1,302 @@
+/**
+ * The ledger, the `facts` gate and the masking rung, as pure logic, in every dialect: on
+ * sessions with planted facts (counted with the generator's own list, never with what the
+ * code extracted), over ten successive compactions with a summariser that writes nothing
+ * useful, with the gate failing when the ledger is lost or miscounted, and with masked heads
+ * checked by each provider's strict validator.
+ */
+import { describe, expect, it } from 'vitest';
+import { DIALECT_NAMES, dialectOf, type Message } from '../../src/compaction/dialects';
+import { commandOf, identifiersIn, isCorrection, outcomeOf, pathsIn } from '../../src/compaction/facts';
+import { keepsFacts, runGates } from '../../src/compaction/gates';
+import { summaryProposal } from '../../src/compaction/proposal';
+import { buildLedger, emptyLedger, type Ledger, ledgerFacts, ledgerFrom, proseOf, renderLedger, summaryWithLedger } from '../../src/compaction/ledger';
+import { MASK_PREFIX, maskOldOutputs } from '../../src/compaction/masking';
+import { planCompaction } from '../../src/compaction/plan';
+import { estimateTextTokens, estimateTokens } from '../../src/compaction/tokens';
+import { messyTranscript } from '../support/messy';
+import { plantedSession } from '../support/planted';
+import { strictProviderCheck } from '../support/strict-check';
+
+const OPTIONS = { requestChars: 500, budgetTokens: 6000 };
+const LOSSY = 'The agent worked on some files.';
+const PLAN = { tailTokenBudget: 400, minTailGroups: 1, headGroups: 1, force: false };
+
+const haystack = (messages: readonly Message[], dialect: ReturnType<typeof dialectOf>) =>
+  messages.map((m) => `${dialect.texts(m).join('\n')}\n${dialect.textOf(m)}`).join('\n');
+
+/** Each appended message's lineage sequence number, by identity: kept copies are the same objects, summaries have none. */
+const seqs = new Map<Message, number>();
+const numbered = (messages: Message[]) => {
+  messages.forEach((m) => seqs.set(m, seqs.size + 1));
+  return messages;
+};
+
+/** One compaction with the lossy summariser, as the activity does it: plan, proposal, gates. */
+function compactOnce(messages: Message[], previous: Ledger, name: (typeof DIALECT_NAMES)[number], options = OPTIONS) {
+  const dialect = dialectOf(name);
+  const plan = planCompaction(messages, { ...PLAN, dialect });
+  const proposal = summaryProposal(
+    messages,
+    messages.map((m) => seqs.get(m) ?? null),
+    plan,
+    dialect,
+    LOSSY,
+    previous,
+    options,
+  );
+  const after = proposal.candidate.map((c) => c.message);
+  const report = runGates({
+    before: messages,
+    after,
+    tokensBefore: messages.reduce((s, m) => s + estimateTokens(m, dialect), 0),
+    tokensAfter: after.reduce((s, m) => s + estimateTokens(m, dialect), 0),
+    summaryIndices: proposal.summaryIndices,
+    facts: proposal.demand,
+    dialect,
+  });
+  return { after, ledger: proposal.ledger, report, demand: proposal.demand };
+}
+
+describe('facts', () => {
+  it('finds paths, and not fractions, dates, versions, URLs or and/or', () => {
+    expect(pathsIn('Edit src/app.ts:12 and README.md; see /etc/hosts, ./run.sh, ~/notes/todo.txt and ../up/a.json')).toEqual([
+      'src/app.ts',
+      'README.md',
+      '/etc/hosts',
+      './run.sh',
+      '~/notes/todo.txt',
+      '../up/a.json',
+    ]);
+    expect(pathsIn('and/or 1/2 2024/01/02 v1.2.3 e.g. https://example.com/a/b.ts')).toEqual([]);
+    expect(pathsIn('"file_path": "/home/u/x.py" (node_modules/foo/bar)')).toEqual(['/home/u/x.py', 'node_modules/foo/bar']);
+  });
+
+  it('finds tickets, issue numbers, URLs, UUIDs and commit hashes, each once', () => {
+    expect(identifiersIn('PROJ-1234 and #4521, https://github.com/a/b/pull/7. commit 5f3a2b1c, id 123e4567-e89b-12d3-a456-426614174000, PROJ-1234')).toEqual([
+      'https://github.com/a/b/pull/7',
+      'PROJ-1234',
+      '#4521',
+      '123e4567-e89b-12d3-a456-426614174000',
+      '5f3a2b1c',
+    ]);
+    expect(identifiersIn('deadbeef is a word here, 1234567 a number')).toEqual([]);
+  });
+
+  it('tells a correction from a request, reads commands and their outcomes', () => {
+    expect(['Actually, use port 9090', 'No, the other file', 'Instead of X do Y', 'Scratch that: keep the API'].every(isCorrection)).toBe(true);
+    expect(['Now add tests', 'Please fix the parser', 'Nothing else', "Don't forget to add tests", 'Stop the server when done'].some(isCorrection)).toBe(false);
+    expect(commandOf('shell', '{"command":["bash","-lc","npm test"],"workdir":"/x"}')).toBe('npm test');
+    expect(commandOf('Bash', { command: 'ls -la' })).toBe('ls -la');
+    expect(commandOf('Read', { file_path: 'a.ts' })).toBeUndefined();
+    expect(outcomeOf('{"output":"x","metadata":{"exit_code":1}}\nError: boom', false)).toEqual({ failed: true, summary: 'exit 1: Error: boom' });
+    expect(outcomeOf('3 passed\nExit code: 0', false)).toEqual({ failed: false, summary: 'exit 0' });
+    expect(outcomeOf('boom: file not found', true)).toEqual({ failed: true, summary: 'error: boom: file not found' });
+    expect(outcomeOf('just text', false)).toEqual({ failed: false, summary: 'ok' });
+  });
+});
+
+describe.each(DIALECT_NAMES)('the ledger (%s)', (name) => {
+  const dialect = dialectOf(name);
+
+  it('keeps every planted request, path and identifier through ten compactions with a summariser that keeps nothing', () => {
+    const { messages, facts } = plantedSession(name, 7, 24, { outputLines: 4 });
+    numbered(messages);
+    // The agent's turns, each from a user request to the next: compactions fall between turns.
+    const starts = messages.flatMap((m, i) => (dialect.isRealUserRequest(m) ? [i] : []));
+    const turns = starts.map((s, k) => messages.slice(s, starts[k + 1] ?? messages.length));
+    let head = [...messages.slice(0, starts[0]), ...turns.slice(0, 3).flat()];
+    let rest = turns.slice(3);
+    let ledger = emptyLedger();
+    for (let generation = 1; generation <= 10; generation++) {
+      // The agent goes on for a turn or two, then the session compacts.
+      const take = Math.ceil(rest.length / (11 - generation));
+      head = [...head, ...rest.slice(0, take).flat()];
+      rest = rest.slice(take);
+      const once = compactOnce(head, ledger, name);
+      expect(once.report.failed, `generation ${generation}: ${once.report.failed?.reason}`).toBeUndefined();
+      expect(once.report.results.facts).toBe('pass');
+      head = once.after;
+      ledger = ledgerFrom(JSON.parse(JSON.stringify(once.ledger))); // as the audit row stores it
+    }
+    const text = haystack(head, dialect);
+    for (const request of facts.requests) expect(text, request).toContain(request);
+    for (const path of facts.paths) expect(text).toContain(path);
+    for (const id of facts.identifiers) expect(text).toContain(id);
+    // The most recent correction wins: the request it corrects is marked superseded.
+    let checked = 0;
+    for (const { original, correction } of facts.corrections) {
+      const entry = ledger.requests.find((r) => r.text === original);
+      const fix = ledger.requests.find((r) => r.text === correction);
+      if (!entry || !fix) continue; // the correction is still in the kept tail
+      expect(entry.supersededBy, original).toBe(fix.seq);
+      checked++;
+    }
+    expect(checked).toBeGreaterThanOrEqual(4);
+    const corrections = ledger.requests.filter((r) => r.correction);
+    expect(corrections.every((r) => r.supersededBy === undefined)).toBe(true);
+    expect(ledger.commands.some((c) => c.command.startsWith('pytest ') && c.outcome === 'exit 0')).toBe(true);
+    expect(ledger.files.some((f) => f.action === 'read')).toBe(true);
+  });
+
+  it('fails the facts gate when the ledger is left out of the head, or folds without counting', () => {
+    const { messages } = plantedSession(name, 3, 8, { outputLines: 4 });
+    numbered(messages);
+    const once = compactOnce(messages, emptyLedger(), name);
+    expect(once.report.results.facts).toBe('pass');
+    // The same head with only the prose: the summarised requests, paths and identifiers are gone.
+    const proseOnly = once.after.map((m) =>
+      dialect.isSummary(m) && !dialect.textOf(m).includes('Understood') ? dialect.summaryMessages(LOSSY, undefined)[0] : m,
+    );
+    expect(keepsFacts(proseOnly, once.demand, dialect)).toMatch(/not in the new head and the ledger did not fold them/);
+    // A request dropped from the ledger without a fold.
+    const none = { requests: [], paths: [], identifiers: [] };
+    const undercounted = { ...once.demand, folded: none };
+    const dropped = once.after.map((m) => {
+      if (!dialect.isSummary(m) || dialect.textOf(m).includes('Understood')) return m;
+      const ledger = { ...once.ledger, requests: once.ledger.requests.slice(1) };
+      return dialect.summaryMessages(summaryWithLedger(LOSSY, ledger), undefined)[0];
+    });
+    expect(keepsFacts(dropped, undercounted, dialect)).toMatch(/1 user request/);
+    // Folding that very request accounts for it; folding another one does not.
+    expect(keepsFacts(dropped, { ...undercounted, folded: { ...none, requests: [once.ledger.requests[0].text] } }, dialect)).toBeUndefined();
+    expect(keepsFacts(dropped, { ...undercounted, folded: { ...none, requests: ['some other request'] } }, dialect)).toMatch(/1 user request/);
+    // A previous generation's entry that did not reach the new head.
+    const previous = { ...emptyLedger(), identifiers: ['TICKET-999999'] };
+    expect(keepsFacts(once.after, { expected: ledgerFacts(previous), folded: none }, dialect)).toMatch(/TICKET-999999/);
+  });
+
+  it('folds to its budget in the stated order and the gate accounts for every fold', () => {
+    const { messages } = plantedSession(name, 5, 14, { outputLines: 4 });
+    numbered(messages);
+    const tight = { requestChars: 120, budgetTokens: 500 };
+    const once = compactOnce(messages, emptyLedger(), name, tight);
+    expect(estimateTextTokens(renderLedger(once.ledger))).toBeLessThanOrEqual(tight.budgetTokens);
+    expect(once.ledger.folded.files + once.ledger.folded.commands).toBeGreaterThan(0);
+    // Files only read or mentioned fold before any current request.
+    if (once.ledger.folded.requests > 0) expect(once.ledger.files.every((f) => f.action !== 'read' && f.action !== 'mentioned')).toBe(true);
+    expect(once.report.results.facts).toBe('pass');
+    expect(renderLedger(once.ledger)).toMatch(/Folded into counts/);
+  });
+
+  it('masks old tool outputs only: pairing kept, strict provider accepts it, tail and the latest request untouched', () => {
+    const { messages } = plantedSession(name, 11, 10, { outputLines: 80, thinking: false });
+    expect(strictProviderCheck(name, dialect.forProvider(messages))).toBeUndefined();
+    const plan = planCompaction(messages, { ...PLAN, dialect });
+    const tokens = messages.map((m) => estimateTokens(m, dialect));
+    const total = tokens.reduce((a, b) => a + b, 0);
+    const masked = maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), Math.floor(total * 0.5));
+    expect(masked).toBeDefined();
+    const after = masked!.entries.map((e) => e.message);
+    expect(after).toHaveLength(messages.length);
+    expect(strictProviderCheck(name, dialect.forProvider(after))).toBeUndefined();
+    expect(masked!.tokensAfter).toBeLessThanOrEqual(Math.floor(total * 0.5));
+    for (const i of masked!.masked) {
+      expect(plan.middle).toContain(i);
+      const results = dialect.toolResults(after[i]);
+      expect(results.length).toBeGreaterThan(0);
+      expect(results.every((r) => r.text.startsWith(MASK_PREFIX))).toBe(true);
+      expect(results.map((r) => r.id)).toEqual(dialect.toolResults(messages[i]).map((r) => r.id));
+    }
+    // Oldest first: every masked position precedes every eligible output left as it was.
+    const last = Math.max(...masked!.masked);
+    for (const i of plan.tail) expect(after[i]).toEqual(messages[i]);
+    expect(masked!.masked.every((i) => i <= last)).toBe(true);
+    // A target masking cannot reach: the rung does not apply.
+    expect(maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), 10)).toBeUndefined();
+    // The placeholder keeps the command's outcome for the ledger of a later summary.
+    const { ledger } = buildLedger(
+      emptyLedger(),
+      masked!.entries.map((e, i) => ({ message: e.message, seq: i + 1 })),
+      dialect,
+      OPTIONS,
+    );
+    expect(ledger.commands.some((c) => c.outcome.startsWith('exit'))).toBe(true);
+  });
+
+  it('masks messy transcripts without breaking them', () => {
+    let reached = 0;
+    for (let seed = 1; seed <= 20; seed++) {
+      const messages = messyTranscript(name, seed, 12);
+      const plan = planCompaction(messages, { ...PLAN, dialect });
+      const tokens = messages.map((m) => estimateTokens(m, dialect));
+      const total = tokens.reduce((a, b) => a + b, 0);
+      const masked = maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), total - 1);
+      if (masked) reached++;
+      const after = masked ? masked.entries.map((e) => e.message) : messages;
+      // Messy transcripts need not be valid requests themselves (thinking the check never issued, re-used ids): masking changes no verdict.
+      expect(strictProviderCheck(name, dialect.forProvider(after)), `seed ${seed}`).toBe(strictProviderCheck(name, dialect.forProvider(messages)));
+      const everything = maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), 0);
+      expect(everything).toBeUndefined(); // zero is out of reach: the rung never claims it
+    }
+    expect(reached).toBeGreaterThan(3); // the check above compared masked heads, not the transcripts with themselves
+  });
+});
+
+describe('no lone surrogate from a cut', () => {
+  const wellFormed = (s: string) => (s as string & { isWellFormed(): boolean }).isWellFormed();
+  it('cuts requests, error lines, placeholders and gate reasons on grapheme boundaries', () => {
+    const dialect = dialectOf('openai-chat');
+    const astral = (n: number) => `${'a'.repeat(n)}😀🧑‍💻 and more`;
+    const messages: Message[] = [
+      { role: 'system', content: 'agent' },
+      { role: 'user', content: astral(499) },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'bash', arguments: '{"command":"make"}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: `error: ${astral(149)}\n${'trace line\n'.repeat(200)}Exit code: 2` },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: 'next' },
+    ];
+    const { ledger } = buildLedger(
+      emptyLedger(),
+      messages.map((message, i) => ({ message, seq: i + 1 })),
+      dialect,
+      OPTIONS,
+    );
+    expect(ledger.requests[0].cut).toBeGreaterThan(0);
+    expect(wellFormed(renderLedger(ledger))).toBe(true);
+    const plan = { head: [0], middle: [1, 2, 3, 4], tail: [5] };
+    const tokens = messages.map((m) => estimateTokens(m, dialect));
+    const total = tokens.reduce((a, b) => a + b, 0);
+    const masked = maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), total - 1);
+    expect(masked?.masked).toEqual([3]);
+    for (const m of masked!.entries) for (const r of dialect.toolResults(m.message)) expect(wellFormed(r.text)).toBe(true);
+    const demand = { expected: { requests: [astral(56)], paths: [], identifiers: [] }, folded: { requests: [], paths: [], identifiers: [] } };
+    const reason = keepsFacts([messages[0]], demand, dialect);
+    expect(reason !== undefined && wellFormed(reason)).toBe(true);
+  });
+});
+
+describe('hostile tool inputs', () => {
+  it('a 20,000-deep argument, a NUL or lone surrogate behind an escape, and a 40,000-character token neither throw nor reach the ledger', () => {
+    const dialect = dialectOf('openai-chat');
+    const deep = `${'['.repeat(20_000)}"x"${']'.repeat(20_000)}`;
+    const calls = [
+      { id: 'c1', name: 'edit_file', arguments: `{"path":${deep}}` },
+      { id: 'c2', name: 'edit_file', arguments: '{"path":"a\\u0000.ts"}' },
+      { id: 'c3', name: 'run_command', arguments: '{"command":"echo \\ud800"}' },
+      { id: 'c4', name: 'edit_file', arguments: JSON.stringify({ path: `${'./'.repeat(20_000)}?!` }) },
+    ];
+    const messages: Message[] = [
+      { role: 'user', content: `Please look at ${'.'.repeat(40_000)} and src/ok.ts` },
+      { role: 'assistant', content: null, tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) },
+      ...calls.map((c) => ({ role: 'tool', tool_call_id: c.id, content: 'done' })),
+    ];
+    const range = messages.map((message, i) => ({ message, seq: i + 1 }));
+    const { ledger } = buildLedger(emptyLedger(), range, dialect, OPTIONS);
+    const rendered = renderLedger(ledger);
+    expect((rendered as string & { isWellFormed(): boolean }).isWellFormed()).toBe(true);
+    expect(rendered).not.toContain('\u0000');
+    expect(ledger.files.map((f) => f.path)).toContain('src/ok.ts');
+  });
+});
+
+describe('the summary text', () => {
+  it('splits the prose from the ledger, so the summariser updates prose only', () => {
+    const ledger = { ...emptyLedger(), identifiers: ['PROJ-1'] };
+    const text = summaryWithLedger('Prose here.', ledger);
+    expect(proseOf(text)).toBe('Prose here.');
+    expect(proseOf('Only prose.')).toBe('Only prose.');
+    expect(ledgerFrom({ version: 2 })).toEqual(emptyLedger());
+    expect(ledgerFrom(JSON.parse(JSON.stringify(ledger)))).toEqual(ledger);
+  });
+});
