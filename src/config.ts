@@ -92,6 +92,13 @@ export function loadTemporalSecurity(env: NodeJS.ProcessEnv = process.env): Temp
   return { tls, ...Object.fromEntries(Object.entries(security).filter(([, v]) => v !== undefined)) };
 }
 
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, values: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(values as readonly string[]).includes(raw)) throw new Error(`${name} must be one of ${values.join(', ')} (got ${JSON.stringify(raw)})`);
+  return raw as T;
+}
+
 /** The summariser's API from COMPACTION_API; Anthropic reads ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL. */
 function llmConfig(env: NodeJS.ProcessEnv): LlmConfig {
   const api = env.COMPACTION_API || 'chat';
@@ -136,6 +143,12 @@ interface CompactionConfig {
   callTimeoutMs: number;
   /** The masking rung (src/compaction/masking.ts): tried before a summary when on. */
   masking: boolean;
+  /**
+   * 'prefix': when the summariser is the lineage's own model and speaks its dialect, the summary
+   * request is the head as the agent sends it followed by the instruction, so the provider's
+   * prompt cache serves the head; 'rendered': always a re-rendered middle.
+   */
+  summaryLayout: 'prefix' | 'rendered';
   /** The masking rung applies when it brings the head to this share (percent) of the threshold (or, without one, of the context window). */
   maskingTargetPercent: number;
   /** The ledger's bound: this share (percent) of the context window, and at most ledgerMaxTokens. */
@@ -245,6 +258,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       summaryInputTokens: intFrom(env, 'COMPACTION_SUMMARY_INPUT_TOKENS', 100_000),
       callTimeoutMs: intFrom(env, 'COMPACTION_CALL_TIMEOUT_MS', 60 * 60_000),
       masking: boolFrom(env, 'COMPACTION_MASKING') ?? true,
+      summaryLayout: oneOf(env, 'COMPACTION_SUMMARY_LAYOUT', ['prefix', 'rendered'] as const, 'prefix'),
       maskingTargetPercent: percentFrom(env, 'COMPACTION_MASKING_TARGET_PERCENT', 50),
       ledgerPercent: percentFrom(env, 'COMPACTION_LEDGER_PERCENT', 10),
       ledgerMaxTokens: intFrom(env, 'COMPACTION_LEDGER_MAX_TOKENS', 8000),

@@ -63,6 +63,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     summaryInputTokens: config.compaction.summaryInputTokens,
     ledger: { percent: config.compaction.ledgerPercent, maxTokens: config.compaction.ledgerMaxTokens, requestChars: config.compaction.ledgerRequestChars },
     masking: config.compaction.masking ? { targetPercent: config.compaction.maskingTargetPercent } : undefined,
+    summaryLayout: config.compaction.summaryLayout,
     autoCompaction: config.autoCompaction,
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,

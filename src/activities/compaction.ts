@@ -16,7 +16,7 @@ import { estimateTextTokens } from '../compaction/tokens';
 import { maskingProposal, type Proposal, summaryProposal } from '../compaction/proposal';
 import { planCompaction, type PlanOptions } from '../compaction/plan';
 import { tokenCounterFor } from '../compaction/token-counter';
-import { latestUserRequestText } from '../compaction/summary-prompt';
+import { latestUserRequestText, prefixLayout } from '../compaction/summary-prompt';
 import { rowToMessage } from '../db/schema';
 import type { Database } from '../db/database';
 import {
@@ -97,6 +97,8 @@ export interface CompactionActivityDeps {
   ledger: { percent: number; maxTokens: number; requestChars: number };
   /** The masking rung, tried before a summary: on when given (its target, a percentage of the threshold or of the context window). */
   masking?: { targetPercent: number };
+  /** How summary requests are laid out (COMPACTION_SUMMARY_LAYOUT); 'rendered' when absent. */
+  summaryLayout?: 'prefix' | 'rendered';
   /** The threshold policy's cooldown ladder (see AutoCompactionPolicy). */
   autoCompaction: AutoCompactionPolicy;
   /** How often the activity heartbeats while it works (the SDK throttles further). */
@@ -281,6 +283,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
             force: input.force,
             latestUserRequest: latestUserRequestText(snapshot, dialect),
             dialect,
+            // The session's own model, on an API that takes its messages: ask with the head as the
+            // agent sent it, so the provider's prompt cache serves it.
+            prefix:
+              deps.summaryLayout === 'prefix' && lineage.model === deps.summariser.model && deps.summariser.speaks?.(dialect.name)
+                ? prefixLayout(snapshot, plan, dialect, tokensBefore, deps.summaryInputTokens)
+                : undefined,
           },
           {
             inputBudgetTokens: deps.summaryInputTokens,

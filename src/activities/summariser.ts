@@ -8,8 +8,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import { extractiveSummary } from '../compaction/extractive-summary';
-import { buildSummaryPrompt, chunkMiddle, type SummaryRequest } from '../compaction/summary-prompt';
-import type { Dialect, Message } from '../compaction/dialects';
+import { buildSummaryPrompt, chunkMiddle, instructionMessage, type SummaryPrefix, type SummaryRequest } from '../compaction/summary-prompt';
+import type { Dialect, DialectName, Message } from '../compaction/dialects';
 import type { LlmConfig } from '../config';
 
 export interface SummaryResult {
@@ -31,6 +31,8 @@ interface SummariseContext {
 export interface Summariser {
   readonly model: string;
   readonly description: string;
+  /** Whether its API takes this dialect's messages as they are (the prefix layout, see summary-prompt.ts); absent: never. */
+  speaks?(dialect: DialectName): boolean;
   summarise(request: SummaryRequest, context: SummariseContext): Promise<SummaryResult>;
 }
 
@@ -79,18 +81,25 @@ function classifySummariserError(error: unknown): ApplicationFailure {
   return ApplicationFailure.retryable(`summariser failed: ${message}`, 'SummariserError');
 }
 
-/** One call to an LLM API: the prompt in, text out (streamed deltas reported as they come). */
+/**
+ * One call to an LLM API: the prompt in, text out (streamed deltas reported as they come).
+ * With `prefix` (the head as the agent sends it), the request is those messages followed by one
+ * user message holding the instructions and the input, and nothing before them: the request
+ * begins as the agent's own did, so a prompt cache can serve it.
+ */
 type LlmCall = (
-  prompt: { instructions: string; input: string },
+  prompt: { instructions: string; input: string; prefix?: Message[] },
   context: { signal: AbortSignal; stream: boolean; timeoutMs: number; onDelta: (text: string) => void },
 ) => Promise<SummaryResult>;
 
 function chatCall(config: LlmConfig, client: OpenAI): LlmCall {
-  return async ({ instructions, input }, { signal, stream, timeoutMs, onDelta }) => {
-    const messages: OpenAI.ChatCompletionMessageParam[] = [
-      { role: 'system', content: instructions },
-      { role: 'user', content: input },
-    ];
+  return async ({ instructions, input, prefix }, { signal, stream, timeoutMs, onDelta }) => {
+    const messages = (prefix
+      ? [...prefix, instructionMessage(`${instructions}\n\n${input}`)]
+      : [
+          { role: 'system', content: instructions },
+          { role: 'user', content: input },
+        ]) as unknown as OpenAI.ChatCompletionMessageParam[];
     if (!stream) {
       const response = await client.chat.completions.create({ model: config.model, messages }, { signal, timeout: timeoutMs });
       return {
@@ -123,8 +132,14 @@ function chatCall(config: LlmConfig, client: OpenAI): LlmCall {
 }
 
 function responsesCall(config: LlmConfig, client: OpenAI): LlmCall {
-  return async ({ instructions, input }, { signal, stream, timeoutMs, onDelta }) => {
-    const body = { model: config.model, instructions, input, store: false };
+  return async ({ instructions, input, prefix }, { signal, stream, timeoutMs, onDelta }) => {
+    const body: OpenAI.Responses.ResponseCreateParamsNonStreaming = prefix
+      ? {
+          model: config.model,
+          input: [...prefix, instructionMessage(`${instructions}\n\n${input}`)] as unknown as OpenAI.Responses.ResponseInput,
+          store: false,
+        }
+      : { model: config.model, instructions, input, store: false };
     if (!stream) {
       const response = await client.responses.create(body, { signal, timeout: timeoutMs });
       return {
@@ -159,8 +174,14 @@ function responsesCall(config: LlmConfig, client: OpenAI): LlmCall {
 
 function anthropicCall(config: LlmConfig): LlmCall {
   const client = new Anthropic({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0 });
-  return async ({ instructions, input }, { signal, stream, timeoutMs, onDelta }) => {
-    const body = { model: config.model, max_tokens: 4096, system: instructions, messages: [{ role: 'user' as const, content: input }] };
+  return async ({ instructions, input, prefix }, { signal, stream, timeoutMs, onDelta }) => {
+    const body: Anthropic.MessageCreateParamsNonStreaming = prefix
+      ? {
+          model: config.model,
+          max_tokens: 4096,
+          messages: [...prefix, instructionMessage(`${instructions}\n\n${input}`)] as unknown as Anthropic.MessageParam[],
+        }
+      : { model: config.model, max_tokens: 4096, system: instructions, messages: [{ role: 'user' as const, content: input }] };
     if (!stream) {
       const response = await client.messages.create(body, { signal, timeout: timeoutMs });
       const text = response.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
@@ -214,8 +235,10 @@ export function createLlmSummariser(config: LlmConfig, options: OpenAiSummariser
   const call = config.api === 'anthropic' ? anthropicCall(config) : config.api === 'responses' ? responsesCall(config, openai()) : chatCall(config, openai());
   const api =
     config.api === 'anthropic' ? 'Anthropic Messages API' : config.api === 'responses' ? 'OpenAI Responses API' : 'OpenAI-compatible Chat Completions API';
+  const dialect: DialectName = config.api === 'anthropic' ? 'anthropic' : config.api === 'responses' ? 'openai-responses' : 'openai-chat';
   return {
     model: config.model,
+    speaks: (name) => name === dialect,
     description: `${api}, model ${config.model}${config.baseURL ? ` at ${config.baseURL}` : ''}${config.stream ? ' (streaming)' : ''}`,
     async summarise(request, context) {
       const [system, user] = buildSummaryPrompt(request);
@@ -229,7 +252,7 @@ export function createLlmSummariser(config: LlmConfig, options: OpenAiSummariser
       try {
         if (config.stream) armWatchdog();
         const result = await call(
-          { instructions: String(system.content), input: String(user.content) },
+          { instructions: String(system.content), input: String(user.content), prefix: request.prefix?.messages },
           {
             signal,
             stream: config.stream,
@@ -267,6 +290,8 @@ export interface MiddleSummaryInput {
   focusTopic?: string;
   force: boolean;
   latestUserRequest?: string;
+  /** The prefix layout (summary-prompt.ts `prefixLayout`): one request, the head and then the instruction. */
+  prefix?: SummaryPrefix;
 }
 
 export interface SummaryProgress {
@@ -286,7 +311,8 @@ export async function summariseInChunks(
   input: MiddleSummaryInput,
   options: { inputBudgetTokens: number; signal: AbortSignal; onProgress: (progress: SummaryProgress) => void },
 ): Promise<SummaryResult & { chunks: number }> {
-  const chunks = chunkMiddle(input.middle, options.inputBudgetTokens, input.previousSummary, input.dialect);
+  // The prefix layout sends the head itself, in one request: nothing is rendered or chunked.
+  const chunks = input.prefix ? [{ lines: [], cut: false }] : chunkMiddle(input.middle, options.inputBudgetTokens, input.previousSummary, input.dialect);
   let summary = input.previousSummary;
   let model = summariser.model;
   let promptTokens: number | undefined;
@@ -306,6 +332,7 @@ export async function summariseInChunks(
         latestUserRequest: input.latestUserRequest,
         chunk: { index: i + 1, count: chunks.length },
         cut: chunk.cut,
+        prefix: input.prefix,
       },
       {
         signal: options.signal,

@@ -1,7 +1,7 @@
 import type { Dialect, Message, RenderCaps } from './dialects/types';
 import { openaiChat } from './dialects/openai-chat';
 import type { ChatMessage } from './messages';
-import { latestUserRequestIndex } from './plan';
+import { type CompactionPlan, latestUserRequestIndex } from './plan';
 import { cutText } from './text';
 import { estimateTextTokens } from './tokens';
 
@@ -19,6 +19,18 @@ export interface SummaryRequest {
   chunk: { index: number; count: number };
   /** True when a message of this chunk was too large for one request and was cut (visibly). */
   cut: boolean;
+  /**
+   * The prefix layout: the head exactly as the agent sends it, which the request repeats before
+   * its instruction (so a prompt cache serves it), and the 1-based positions in it of the first
+   * and last message the summary replaces. `lines` is then empty.
+   */
+  prefix?: SummaryPrefix;
+}
+
+export interface SummaryPrefix {
+  messages: Message[];
+  from: number;
+  to: number;
 }
 
 const SUMMARY_SECTIONS = [
@@ -82,6 +94,32 @@ export function chunkMiddle(middle: readonly Message[], inputBudgetTokens: numbe
   return chunks;
 }
 
+/** The message the prefix layout appends after the head: one user turn, in the shape chat, Responses and Anthropic all take. */
+export function instructionMessage(text: string): Message {
+  return { role: 'user', content: text };
+}
+
+/**
+ * The prefix layout of a summary request for this snapshot and plan, or undefined when the
+ * rendered layout must be used instead: the head (as the provider takes it, `forProvider`)
+ * with the instruction after it must be a request the provider accepts (it is not while a
+ * tool call waits for its result), and must fit in one request of the summariser's budget.
+ */
+export function prefixLayout(
+  snapshot: readonly Message[],
+  plan: Pick<CompactionPlan, 'middle'>,
+  dialect: Dialect,
+  headTokens: number,
+  inputBudgetTokens: number,
+): SummaryPrefix | undefined {
+  if (plan.middle.length === 0) return undefined;
+  if (headTokens + PROMPT_OVERHEAD_TOKENS + SUMMARY_RESERVE_TOKENS > inputBudgetTokens) return undefined;
+  const messages = dialect.forProvider(snapshot);
+  if (dialect.providerCheck([...messages, instructionMessage('Summarise.')])) return undefined;
+  const firstReplaced = Math.min(plan.middle[0], ...snapshot.map((m, i) => (dialect.isSummary(m) ? i : Infinity)));
+  return { messages, from: firstReplaced + 1, to: plan.middle[plan.middle.length - 1] + 1 };
+}
+
 /** The latest real user request as the summariser reads it (text, and placeholders for images or files). */
 export function latestUserRequestText(messages: readonly Message[], dialect: Dialect = openaiChat): string | undefined {
   const at = latestUserRequestIndex(dialect, messages);
@@ -92,7 +130,7 @@ export function latestUserRequestText(messages: readonly Message[], dialect: Dia
 export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
   const instructions = [
     'You compact the transcript of a long-running AI agent session.',
-    'Write a structured summary of the conversation below with these sections:',
+    `Write a structured summary of the conversation ${request.prefix ? 'above' : 'below'} with these sections:`,
     SUMMARY_SECTIONS.map((s) => `- ${s}`).join('\n'),
     'Quote the latest unfulfilled user request verbatim under "Pending user asks".',
     'Be factual and concise; the summary replaces the messages it covers.',
@@ -111,8 +149,17 @@ export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
   if (request.force) instructions.push('This compaction was forced by the caller: summarise even if the conversation is short.');
 
   const parts: string[] = [];
-  if (request.previousSummary) parts.push(`Summary so far:\n${request.previousSummary}`);
-  parts.push(`Messages to summarise:\n${request.lines.join('\n')}`);
+  if (request.prefix) {
+    const { from, to, messages } = request.prefix;
+    const after = messages.length - to;
+    parts.push(
+      `Summarise messages ${from} to ${to} of the ${messages.length} above${request.previousSummary ? ', folding in the earlier summary among them' : ''}.` +
+        (after > 0 ? ` The ${after} message(s) after them stay as they are: do not summarise them.` : ''),
+    );
+  } else {
+    if (request.previousSummary) parts.push(`Summary so far:\n${request.previousSummary}`);
+    parts.push(`Messages to summarise:\n${request.lines.join('\n')}`);
+  }
   if (request.latestUserRequest) parts.push(`Latest user request:\n${request.latestUserRequest}`);
 
   return [

@@ -253,7 +253,8 @@ describe('audit', () => {
     });
     expect(compacted.tokensAfter!).toBeLessThan(compacted.tokensBefore!);
     expect(compacted.messagesAfter).toBe(done.messages.length);
-    expect(compacted.summariserPromptTokens).toBe(100);
+    // What the local LLM reported for the summary of this job (the last request it answered).
+    expect(compacted.summariserPromptTokens).toBe(stack().llm.requests.at(-1)!.usage.prompt_tokens);
     expect(compacted.finishedAt!.getTime()).toBeGreaterThanOrEqual(compacted.startedAt.getTime());
     expect(await stack().client.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0 });
   });

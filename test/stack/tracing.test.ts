@@ -71,8 +71,11 @@ describe('tracing', () => {
       'RunActivity:compactSession',
       'db.commit',
     ]);
-    expect(trace.find((s) => s.name === 'llm.summarise')!.attributes).toMatchObject({ 'llm.model': 'fake-model', 'llm.prompt_tokens': 100 });
-    // The LLM call really happened inside that span.
+    // The LLM call really happened inside that span, and the span carries what it reported.
     expect(stack.llm.requests.length).toBe(1);
+    expect(trace.find((s) => s.name === 'llm.summarise')!.attributes).toMatchObject({
+      'llm.model': 'fake-model',
+      'llm.prompt_tokens': stack.llm.requests[0].usage.prompt_tokens,
+    });
   });
 });

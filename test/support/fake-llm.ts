@@ -2,8 +2,17 @@
  * A local OpenAI-compatible server for tests: POST /v1/chat/completions, streamed (SSE) and
  * not. Each request is answered by the next scripted behaviour (or the default), so a test
  * controls latency, content and failures while the real `openai` client does the talking.
+ *
+ * It reports usage as a provider with a prompt cache does: prompt tokens counted per message
+ * (src/compaction/tokens.ts's estimate), and as `cached_tokens` those of the longest run of
+ * leading messages, whole, that an earlier request to the same model began with (OpenAI
+ * caches by prefix; this counts whole messages, with no minimum length, and compares them as
+ * JSON values, key order aside, as a provider renders a message the same whatever its key order).
  */
-import { sendCompletion, serveChatCompletions, startChunkStream } from './openai-server';
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../../src/compaction/json';
+import { estimateTextTokens } from '../../src/compaction/tokens';
+import { sendCompletion, serveChatCompletions, startChunkStream, type Usage } from './openai-server';
 
 interface Behaviour {
   /** An HTTP error status (with an OpenAI-style error body). */
@@ -37,6 +46,41 @@ const SUMMARY_CALL_TAG = /\[summary call (\d+)\]/;
 export interface RecordedRequest {
   body: { model: string; messages: Array<{ role: string; content: string }>; stream?: boolean };
   at: number;
+  /** The usage the answer reported. */
+  usage: Usage;
+}
+
+/** Tokens of one message as the fake counts them: its text, or its JSON when it has no text content. */
+function messageTokens(message: unknown): number {
+  const content = (message as { content?: unknown }).content;
+  return estimateTextTokens(typeof content === 'string' ? content : JSON.stringify(message)) + 4;
+}
+
+/** A prefix cache: the running hashes of every leading run of messages seen, per model. */
+class PrefixCache {
+  private readonly seen = new Set<string>();
+
+  /** The prompt's tokens and how many of them a run of leading messages seen before covers; then remembers this prompt. */
+  usage(model: string, messages: readonly unknown[], completionText: string): Usage {
+    let hash = createHash('sha256').update(model).digest('hex');
+    let prompt = 0;
+    let cached = 0;
+    let hit = true;
+    for (const m of messages) {
+      hash = createHash('sha256').update(hash).update(canonicalJson(m)).digest('hex');
+      const tokens = messageTokens(m);
+      prompt += tokens;
+      hit &&= this.seen.has(hash);
+      if (hit) cached += tokens;
+      this.seen.add(hash);
+    }
+    const completion = estimateTextTokens(completionText);
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } };
+  }
+
+  clear(): void {
+    this.seen.clear();
+  }
 }
 
 export interface FakeLlm {
@@ -57,10 +101,12 @@ export async function startFakeLlm(): Promise<FakeLlm> {
   const requests: RecordedRequest[] = [];
   let queue: Behaviour[] = [];
   let fallback: Behaviour = {};
+  const cache = new PrefixCache();
 
   const server = await serveChatCompletions(async (raw, req, res) => {
     const body = JSON.parse(raw) as RecordedRequest['body'];
-    requests.push({ body, at: Date.now() });
+    const recorded: RecordedRequest = { body, at: Date.now(), usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    requests.push(recorded);
     const callNumber = requests.length;
     const b = queue.shift() ?? fallback;
     if (b.delayMs) await sleep(b.delayMs);
@@ -77,11 +123,13 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       (b.text ?? `Goal: continue the work.\nCompleted actions: summarised ${body.messages.at(-1)?.content.length ?? 0} characters.`) +
       (b.tagCalls ? `\n[summary call ${callNumber}]` : '');
     const model = body.model;
+    const usage = cache.usage(model, body.messages, text);
+    recorded.usage = usage;
     if (!body.stream) {
-      sendCompletion(res, { id: 'cmpl-test', model, message: { role: 'assistant', content: text }, finishReason: 'stop' });
+      sendCompletion(res, { id: 'cmpl-test', model, message: { role: 'assistant', content: text }, finishReason: 'stop', usage });
       return;
     }
-    const stream = startChunkStream(res, 'cmpl-test', model);
+    const stream = startChunkStream(res, 'cmpl-test', model, usage);
     const n = Math.max(1, b.chunks ?? 1);
     const size = Math.ceil(text.length / n);
     for (let i = 0; i < n; i++) {
@@ -113,6 +161,7 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       requests.length = 0;
       queue = [];
       fallback = {};
+      cache.clear();
     },
     close: () => server.close(),
   };

@@ -8,8 +8,16 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-/** The token usage every local answer reports. */
-const USAGE = { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 };
+/** The token usage a local answer reports (the chat API's `usage`). */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details?: { cached_tokens: number };
+}
+
+/** The usage an answer reports when its server counts nothing. */
+const USAGE: Usage = { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 };
 
 export interface ChatCompletionsServer {
   baseURL: string;
@@ -52,7 +60,10 @@ export async function serveChatCompletions(
 }
 
 /** Answers with one whole (not streamed) chat completion. */
-export function sendCompletion(res: http.ServerResponse, answer: { id: string; model: string; message: Record<string, unknown>; finishReason: string }): void {
+export function sendCompletion(
+  res: http.ServerResponse,
+  answer: { id: string; model: string; message: Record<string, unknown>; finishReason: string; usage?: Usage },
+): void {
   res.writeHead(200, { 'content-type': 'application/json' });
   res.end(
     JSON.stringify({
@@ -61,7 +72,7 @@ export function sendCompletion(res: http.ServerResponse, answer: { id: string; m
       created: Math.floor(Date.now() / 1000),
       model: answer.model,
       choices: [{ index: 0, message: answer.message, finish_reason: answer.finishReason }],
-      usage: USAGE,
+      usage: answer.usage ?? USAGE,
     }),
   );
 }
@@ -74,14 +85,14 @@ export interface ChunkStream {
 }
 
 /** Starts a server-sent-event answer: chat.completion.chunk events, as the chat API streams them. */
-export function startChunkStream(res: http.ServerResponse, id: string, model: string): ChunkStream {
+export function startChunkStream(res: http.ServerResponse, id: string, model: string, usage: Usage = USAGE): ChunkStream {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const send = (rest: { choices: unknown[]; usage?: typeof USAGE }) =>
+  const send = (rest: { choices: unknown[]; usage?: Usage }) =>
     res.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 0, model, ...rest })}\n\n`);
   return {
     delta: (delta, finishReason = null) => send({ choices: [{ index: 0, delta, finish_reason: finishReason }] }),
     end() {
-      send({ choices: [], usage: USAGE });
+      send({ choices: [], usage });
       res.end('data: [DONE]\n\n');
     },
   };
