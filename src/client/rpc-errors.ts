@@ -81,13 +81,16 @@ export function isWorkflowNotFoundError(error: unknown): boolean {
 
 /**
  * The typed error an Update validator's failure (its ApplicationFailure type and message)
- * stands for, or undefined for a failure no caller can cause.
+ * stands for, or undefined for a failure no caller can cause. An InvalidInputError's message
+ * is `invalid <field>: <detail>` (src/errors.ts), so its field comes back from it; one
+ * without a field (from an older worker) is the request's.
  */
 export function typedErrorOfFailure(type: string | undefined, message: string, lineageId: string): Error | undefined {
   if (type === 'BackgroundCompactionRejectedError') return new BackgroundCompactionRejectedError();
-  if (type === 'InvalidInputError') return new InvalidInputError('request', message.replace(/^invalid request: /, ''));
   if (type === 'LineageClosedError') return new LineageClosedError(lineageId);
-  return undefined;
+  if (type !== 'InvalidInputError') return undefined;
+  const invalid = /^invalid (\S+?): ([\s\S]*)$/.exec(message);
+  return invalid ? new InvalidInputError(invalid[1], invalid[2]) : new InvalidInputError('request', message);
 }
 
 /** `error` as the typed error it was when it is an Update validator's refusal; otherwise `error` itself. */
