@@ -4,18 +4,7 @@
  * to the lineage's workflow as an Update (answered with the committed result) or a signal.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  Client,
-  Connection,
-  defaultGrpcRetryOptions,
-  type GrpcRetryOptions,
-  makeGrpcRetryInterceptor,
-  isGrpcServiceError,
-  WithStartWorkflowOperation,
-  WorkflowNotFoundError,
-  WorkflowUpdateFailedError,
-} from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
+import { Client, Connection, defaultGrpcRetryOptions, type GrpcRetryOptions, makeGrpcRetryInterceptor, WithStartWorkflowOperation } from '@temporalio/client';
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
 import { optionalTsToDate } from '@temporalio/common/lib/time';
 import * as queries from '../db/lineage-queries';
@@ -35,7 +24,11 @@ import { LineagePoller } from './answer-poller';
 import * as retention from './retention';
 import type { RetentionOptions } from './retention';
 import type { RetentionPolicy, RetentionTotals } from '../workflows/retention';
-import { BackgroundCompactionRejectedError, CallTimeoutError, InvalidInputError, LineageClosedError } from '../errors';
+import { InvalidInputError, LineageClosedError } from '../errors';
+import { deadlineOf, resendWhileUnreachable, runEndedResendDelay, sleep, withDeadline } from './deadline';
+import { isRunEndedError, isUpdateLimitError, isUpdateRefusalStatus, isWorkflowNotFoundError, typedErrorFrom } from './rpc-errors';
+import { JOIN_RUNNING_WORKFLOW, lineageStartOptions } from './start-options';
+import { resolveContextWindow, resolveThreshold } from './thresholds';
 import {
   checkCompactRequest,
   checkRequestText,
@@ -46,22 +39,18 @@ import {
   compactSignal,
   compactUpdate,
   type CompactionMode,
+  type CompactRequest,
   type CompactResult,
   lineageWorkflowId,
   requestResultQuery,
   requestStatusQuery,
-  type SessionLineageInput,
   type LineageState,
   stateQuery,
 } from '../workflows/contract';
-import { CompactionCount, SessionHead, SessionLineage, SessionSource } from '../workflows/search-attributes';
 import { DEFAULT_LINEAGE_SETTINGS, type LineageSettings } from '../workflows/settings';
 import type { sessionLineageWorkflow } from '../workflows/session-lineage';
 import { type Dialect, dialectOf, type DialectName, type Message } from '../compaction/dialects';
-import { contextWindowOf, type TokenCounter, tokenCounterFor, type TokenizerName, tokenizerFor } from '../compaction/token-counter';
-
-const GRPC_RESOURCE_EXHAUSTED = 8;
-const GRPC_NOT_FOUND = 5;
+import { type TokenCounter, tokenCounterFor, type TokenizerName, tokenizerFor } from '../compaction/token-counter';
 
 export interface SessionsClientOptions {
   config?: Config;
@@ -136,86 +125,16 @@ export interface CompactResultWithTranscript extends CompactResult {
   messages: Message[];
 }
 
-/**
- * True for the server's refusal of an Update beyond the per-workflow in-flight limit, and
- * nothing else (not other rate limits): RESOURCE_EXHAUSTED with the in-flight Update message.
- */
-export function isUpdateLimitError(error: unknown): boolean {
-  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
-    const code = (e as { code?: unknown }).code;
-    const message = String((e as { message?: unknown }).message ?? '') + String((e as { details?: unknown }).details ?? '');
-    if (code === GRPC_RESOURCE_EXHAUSTED && /in-flight update|inflight update/i.test(message)) return true;
-  }
-  return false;
-}
-
-/** True when the workflow run an Update was sent to ended (completed or continued as new) before answering it. */
-function isRunEndedError(error: unknown): boolean {
-  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
-    const name = (e as Error).name;
-    const message = String((e as { message?: unknown }).message ?? '');
-    const type = (e as { type?: unknown }).type;
-    if (name === 'WorkflowNotFoundError' || type === 'AcceptedUpdateCompletedWorkflow') return true;
-    if (/workflow execution already completed|completed before the update completed|continued as new|continuedasnew/i.test(message)) return true;
-  }
-  return false;
-}
-
-const GRPC_UNAVAILABLE = 14;
-const GRPC_DEADLINE_EXCEEDED = 4;
-
-/** True for errors of reaching the server (it restarts, the network blips) or a workflow whose task is being retried: safe to resend. */
-function isTransientConnectionError(error: unknown): boolean {
-  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
-    const code = (e as { code?: unknown }).code;
-    if (code === GRPC_UNAVAILABLE || code === GRPC_DEADLINE_EXCEEDED) return true;
-    if ((e as Error).name === 'WorkflowUpdateRPCTimeoutOrCancelledError') return true;
-    // The server will not take an Update while the workflow's last task failed or timed out
-    // (its worker froze or died); the task is retried on another worker, so resend.
-    if (/workflow task in failed state/i.test(String((e as { message?: unknown }).message ?? ''))) return true;
-  }
-  return false;
-}
-
-/** Maps a failure from the workflow (an Update validator) back to the typed error it was. */
-function userErrorFrom(error: unknown, lineageId: string): Error {
-  if (error instanceof WorkflowUpdateFailedError && error.cause instanceof ApplicationFailure) {
-    const { type, message } = error.cause;
-    if (type === 'BackgroundCompactionRejectedError') return new BackgroundCompactionRejectedError();
-    if (type === 'InvalidInputError') return new InvalidInputError('request', message.replace(/^invalid request: /, ''));
-    if (type === 'LineageClosedError') return new LineageClosedError(lineageId);
-  }
-  return error as Error;
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** How long an append waits to send the compaction request it decided on; past it, the next append sends it. */
 const AUTO_REQUEST_TIMEOUT_MS = 30_000;
 
-/** Turns `compactAt` (tokens, or a percentage of the context window) into tokens. */
-/** The largest token count Postgres' integer columns hold. */
-const MAX_TOKENS = 2_147_483_647;
-
-function resolveThreshold(compactAt: number | string | undefined, contextWindow: number | undefined): number | undefined {
-  if (compactAt === undefined) return undefined;
-  if (typeof compactAt === 'number') {
-    if (!Number.isInteger(compactAt) || compactAt < 1 || compactAt > MAX_TOKENS)
-      throw new InvalidInputError('compactAt', `must be a whole number of tokens from 1 to ${MAX_TOKENS} or a percentage such as "80%"`);
-    return compactAt;
+/** An optional caller-chosen name (source, model, key) under the text rule: a string of 1 to `most` code points. */
+function checkName(value: unknown, field: string, most: number): void {
+  if (value === undefined) return;
+  if (typeof value !== 'string' || value.length === 0 || codePointLength(value) > most) {
+    throw new InvalidInputError(field, `must be a string of 1 to ${most} characters`);
   }
-  const match = /^(\d+(?:\.\d+)?)%$/.exec(typeof compactAt === 'string' ? compactAt.trim() : '');
-  if (!match) {
-    const tokens = Number(compactAt);
-    if (typeof compactAt === 'string' && /^\d+$/.test(compactAt.trim()) && tokens >= 1 && tokens <= MAX_TOKENS) return tokens;
-    throw new InvalidInputError('compactAt', `must be a whole number of tokens from 1 to ${MAX_TOKENS} or a percentage such as "80%"`);
-  }
-  const percent = Number(match[1]);
-  if (percent <= 0 || percent > 100) throw new InvalidInputError('compactAt', 'a percentage must be above 0 and at most 100');
-  if (contextWindow === undefined) {
-    throw new InvalidInputError('compactAt', 'a percentage needs the context window: pass contextWindow, or a model whose window is known');
-  }
-  return Math.max(1, Math.floor((contextWindow * percent) / 100));
+  checkText(value, field);
 }
 
 export class SessionsClient {
@@ -255,8 +174,7 @@ export class SessionsClient {
           makeGrpcRetryInterceptor({
             ...retry,
             retryableDecider: (...[attempt, status]: Parameters<GrpcRetryOptions['retryableDecider']>) =>
-              // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-comparison -- grpc-js's Status enum is not our dependency; 8 is RESOURCE_EXHAUSTED
-              !(status.code === GRPC_RESOURCE_EXHAUSTED && /update/i.test(status.details)) && retry.retryableDecider(attempt, status),
+              !isUpdateRefusalStatus(status) && retry.retryableDecider(attempt, status),
           }),
         ],
       });
@@ -306,23 +224,14 @@ export class SessionsClient {
     const sessionId = checkNewSessionId(options.sessionId);
     const mode = options.mode ?? 'rotate';
     if (!COMPACTION_MODES.includes(mode)) throw new InvalidInputError('mode', `must be one of ${COMPACTION_MODES.join(', ')}`);
-    if (options.source !== undefined && (typeof options.source !== 'string' || options.source.length === 0 || codePointLength(options.source) > 100)) {
-      throw new InvalidInputError('source', 'must be a string of 1 to 100 characters');
-    }
-    if (options.source !== undefined) checkText(options.source, 'source');
+    checkName(options.source, 'source', 100);
     const { model } = options;
-    if (model !== undefined && (typeof model !== 'string' || model.length === 0 || codePointLength(model) > 200)) {
-      throw new InvalidInputError('model', 'must be a string of 1 to 200 characters');
-    }
-    if (model !== undefined) checkText(model, 'model');
-    const contextWindow = options.contextWindow ?? contextWindowOf(model);
-    if (contextWindow !== undefined && (!Number.isInteger(contextWindow) || contextWindow < 1 || contextWindow > MAX_TOKENS)) {
-      throw new InvalidInputError('contextWindow', `must be a whole number from 1 to ${MAX_TOKENS}`);
-    }
+    checkName(model, 'model', 200);
+    const contextWindow = resolveContextWindow(options.contextWindow, model);
     const dialect = dialectOf(options.dialect).name;
     const compactAtTokens = resolveThreshold(options.compactAt ?? options.compactAtTokens, contextWindow);
     const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode, dialect, compactAtTokens, model, contextWindow });
-    await this.temporal.workflow.start('sessionLineageWorkflow', { ...this.startOptions(lineage), workflowIdConflictPolicy: 'USE_EXISTING' });
+    await this.temporal.workflow.start('sessionLineageWorkflow', { ...this.startOptions(lineage), ...JOIN_RUNNING_WORKFLOW });
     return {
       sessionId,
       lineageId: lineage.lineageId,
@@ -348,10 +257,7 @@ export class SessionsClient {
   async append(sessionId: string, messages: unknown, options: { appendKey?: string } = {}): Promise<AppendOutcome> {
     checkSessionId(sessionId);
     const { appendKey } = options;
-    if (appendKey !== undefined && (typeof appendKey !== 'string' || appendKey.length === 0 || codePointLength(appendKey) > 200)) {
-      throw new InvalidInputError('appendKey', 'must be a string of 1 to 200 characters');
-    }
-    if (appendKey !== undefined) checkText(appendKey, 'appendKey');
+    checkName(appendKey, 'appendKey', 200);
     const { counter, dialect } = await this.lineageFormat(sessionId);
     const batch = parseMessages(messages, this.messageLimits, dialect);
     const send = () =>
@@ -386,10 +292,7 @@ export class SessionsClient {
     checkSessionId(sessionId);
     const { count = 1, key } = options;
     if (count !== 'all' && (!Number.isInteger(count) || count < 0)) throw new InvalidInputError('count', "must be a whole number, 0 or more, or 'all'");
-    if (key !== undefined && (typeof key !== 'string' || key.length === 0 || codePointLength(key) > 200)) {
-      throw new InvalidInputError('key', 'must be a string of 1 to 200 characters');
-    }
-    if (key !== undefined) checkText(key, 'key');
+    checkName(key, 'key', 200);
     const { expected } = options;
     if (expected !== undefined && (!Array.isArray(expected) || !expected.every(isJsonObject)))
       throw new InvalidInputError('expected', 'must be an array of messages');
@@ -418,7 +321,7 @@ export class SessionsClient {
     if (!requestId || (appended as { replayed?: boolean }).replayed) return appended;
     try {
       // Bounded: the messages are stored, and a Temporal that stopped answering must not hold the append.
-      await this.withDeadline(Date.now() + AUTO_REQUEST_TIMEOUT_MS, undefined, requestId, () =>
+      await withDeadline(this.temporal.connection, Date.now() + AUTO_REQUEST_TIMEOUT_MS, undefined, requestId, () =>
         this.requestCompaction(appended.sessionId, { requestId, trigger: 'threshold' }),
       );
       return { ...appended, compactionRequestId: requestId };
@@ -454,107 +357,68 @@ export class SessionsClient {
   async compact(sessionId: string, options: CompactOptions = {}): Promise<CompactResultWithTranscript> {
     const { timeoutMs, signal, ...fields } = options;
     const request = checkRequestText(checkCompactRequest({ sessionId, ...fields, requestId: fields.requestId ?? randomUUID() }));
-    const requestId = request.requestId!;
-    const deadline = this.deadlineOf(timeoutMs);
+    const deadline = this.callDeadline(timeoutMs);
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, request.sessionId));
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
-    const recorded = () =>
-      fields.requestId ? readWithRetry(() => store.recordedAnswer(this.database.db, lineage.lineageId, requestId)) : Promise.resolve(undefined);
-    // An operation object is single-use: each (re)send gets a fresh one.
-    const startWorkflowOperation = () =>
-      new WithStartWorkflowOperation<typeof sessionLineageWorkflow>('sessionLineageWorkflow', {
-        ...this.startOptions(lineage),
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
-    const result = await this.withDeadline(deadline, signal, requestId, async () => {
-      let resends = 0;
-      for (;;) {
-        const known = await recorded();
-        if (known) return known;
-        try {
-          return await this.resendWhileUnreachable(deadline, () =>
-            this.temporal.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation: startWorkflowOperation() }),
-          );
-        } catch (error) {
-          if (isUpdateLimitError(error)) {
-            this.stats.updateLimitFallbacks++;
-            return this.compactBySignal(lineage, request, deadline, signal);
-          }
-          // The run ended (continued as new under load, or completed) before it answered:
-          // send the same request id again; the next run answers it or runs it once.
-          if (isRunEndedError(error) && Date.now() < deadline) {
-            // Closed meanwhile? Then the run ended for good: say so instead of starting runs.
-            const now = await readWithRetry(() => store.lineageOf(this.database.db, lineage.lineageId));
-            if (now.closed) throw new LineageClosedError(lineage.lineageId);
-            this.stats.resentAfterRunEnded++;
-            await sleep(Math.min(1000, 100 * 2 ** resends++));
-            continue;
-          }
-          throw userErrorFrom(error, lineage.lineageId);
-        }
-      }
-    });
+    // Only a caller's own request id can have been answered before; a fresh one cannot.
+    const answeredBefore = fields.requestId !== undefined;
+    const result = await withDeadline(this.temporal.connection, deadline, signal, request.requestId, () =>
+      this.compactByUpdate(lineage, request, { answeredBefore, deadline, signal }),
+    );
     // The compaction is done whatever happens now; a database restart must not turn its
     // answer into an error, so the read of the new head is retried.
     const rows = await readWithRetry(() => store.sessionMessages(this.database.db, result.sessionId));
     return { ...result, messages: rows.map(rowToMessage) };
   }
 
-  /** The absolute deadline of a call: `timeoutMs` from now, or the configured default. */
-  private deadlineOf(timeoutMs: number | undefined): number {
-    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs <= 0))
-      throw new InvalidInputError('timeoutMs', 'must be a positive number of milliseconds');
-    return Date.now() + (timeoutMs ?? this.config.compaction.callTimeoutMs);
-  }
-
   /**
-   * Runs `fn` with every Temporal call in it bounded by the deadline and the caller's signal;
-   * either ending turns into CallTimeoutError.
+   * The compact Update (with start), until it is answered: by signal at the in-flight Update
+   * limit; sent again with the same request id when the run ended before it answered
+   * (continued as new under load, or completed), since the next run answers it or runs it
+   * once; answered from Postgres when a run that is gone answered it.
    */
-  private async withDeadline<T>(deadline: number, signal: AbortSignal | undefined, requestId: string | undefined, fn: () => Promise<T>): Promise<T> {
-    const controller = new AbortController();
-    const timer = setTimeout(
-      () => controller.abort(new CallTimeoutError(requestId, 'the deadline passed before the answer came')),
-      Math.max(0, deadline - Date.now()),
-    );
-    const onAbort = () => controller.abort(new CallTimeoutError(requestId, 'the caller aborted the wait'));
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    // The abort cancels the gRPC calls made in `fn`; the race ends the wait even where the SDK
-    // keeps polling on (an Update's result), so the caller is never held past its deadline.
-    const aborted = new Promise<never>((_, reject) => {
-      if (controller.signal.aborted) reject(controller.signal.reason);
-      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-    });
-    aborted.catch(() => undefined);
-    try {
-      return await Promise.race([this.temporal.connection.withAbortSignal(controller.signal, fn), aborted]);
-    } catch (error) {
-      if (controller.signal.aborted) throw controller.signal.reason;
-      throw error;
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    }
-  }
-
-  /**
-   * Resends a request while the Temporal server cannot be reached (a restart, a network
-   * blip), for up to `unreachableTimeoutMs` and never past the deadline. Safe because every
-   * request carries its id: the workflow answers a known id with its first answer and never
-   * runs it twice.
-   */
-  private async resendWhileUnreachable<T>(deadline: number, send: () => Promise<T>): Promise<T> {
-    const until = Math.min(deadline, Date.now() + this.unreachableTimeoutMs);
-    for (let delay = 200; ; delay = Math.min(delay * 2, 5000)) {
+  private async compactByUpdate(
+    lineage: store.LineageInfo,
+    request: CompactRequest,
+    wait: { answeredBefore: boolean; deadline: number; signal?: AbortSignal },
+  ): Promise<CompactResult> {
+    for (let resends = 0; ; resends++) {
+      const recorded = wait.answeredBefore
+        ? await readWithRetry(() => store.recordedAnswer(this.database.db, lineage.lineageId, request.requestId!))
+        : undefined;
+      if (recorded) return recorded;
       try {
-        return await send();
+        return await this.resendWhileUnreachable(wait.deadline, () =>
+          this.temporal.workflow.executeUpdateWithStart(compactUpdate, { args: [request], startWorkflowOperation: this.startOperation(lineage) }),
+        );
       } catch (error) {
-        if (!isTransientConnectionError(error) || Date.now() + delay > until) throw error;
-        this.stats.resentWhileUnreachable++;
-        await sleep(delay);
+        if (isUpdateLimitError(error)) {
+          this.stats.updateLimitFallbacks++;
+          return this.compactBySignal(lineage, request, wait.deadline, wait.signal);
+        }
+        if (!isRunEndedError(error) || Date.now() >= wait.deadline) throw typedErrorFrom(error, lineage.lineageId);
+        // Closed meanwhile? Then the run ended for good: say so instead of starting runs.
+        const now = await readWithRetry(() => store.lineageOf(this.database.db, lineage.lineageId));
+        if (now.closed) throw new LineageClosedError(lineage.lineageId);
+        this.stats.resentAfterRunEnded++;
+        await sleep(runEndedResendDelay(resends));
       }
     }
+  }
+
+  /** The absolute deadline of a call: `timeoutMs` from now, or COMPACTION_CALL_TIMEOUT_MS. */
+  private callDeadline(timeoutMs: number | undefined): number {
+    return deadlineOf(timeoutMs, this.config.compaction.callTimeoutMs);
+  }
+
+  /** A new update-with-start operation: an operation object is single-use, so each (re)send gets a fresh one. */
+  private startOperation(lineage: store.LineageInfo) {
+    return new WithStartWorkflowOperation<typeof sessionLineageWorkflow>('sessionLineageWorkflow', { ...this.startOptions(lineage), ...JOIN_RUNNING_WORKFLOW });
+  }
+
+  /** Resends while Temporal is unreachable (src/client/deadline.ts), for up to `unreachableTimeoutMs` and never past the deadline. */
+  private resendWhileUnreachable<T>(deadline: number, send: () => Promise<T>): Promise<T> {
+    return resendWhileUnreachable(Math.min(deadline, Date.now() + this.unreachableTimeoutMs), send, () => this.stats.resentWhileUnreachable++);
   }
 
   /**
@@ -562,12 +426,7 @@ export class SessionsClient {
    * the same request as a signal-with-start (not limited, and it starts a run if the last one
    * just ended), then its answer from the shared poll.
    */
-  private async compactBySignal(
-    lineage: store.LineageInfo,
-    request: ReturnType<typeof checkCompactRequest>,
-    deadline: number,
-    signal?: AbortSignal,
-  ): Promise<CompactResult> {
+  private async compactBySignal(lineage: store.LineageInfo, request: CompactRequest, deadline: number, signal?: AbortSignal): Promise<CompactResult> {
     await this.resendWhileUnreachable(deadline, () =>
       this.temporal.workflow.signalWithStart('sessionLineageWorkflow', {
         ...this.startOptions(lineage),
@@ -636,11 +495,11 @@ export class SessionsClient {
    * `timeoutMs` (default COMPACTION_CALL_TIMEOUT_MS) or until `signal` aborts.
    */
   async closeSession(sessionId: string, options: WaitOptions = {}): Promise<void> {
-    const deadline = this.deadlineOf(options.timeoutMs);
+    const deadline = this.callDeadline(options.timeoutMs);
     const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
     if (lineage.closed) return;
     const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
-    await this.withDeadline(deadline, options.signal, undefined, async () => {
+    await withDeadline(this.temporal.connection, deadline, options.signal, undefined, async () => {
       await this.temporal.workflow.signalWithStart('sessionLineageWorkflow', { ...this.startOptions(lineage), signal: closeSignal, signalArgs: [] });
       await handle.result();
     });
@@ -657,10 +516,12 @@ export class SessionsClient {
    */
   async deleteLineage(sessionId: string, options: WaitOptions = {}): Promise<store.ErasedRows & { workflowRuns: number }> {
     checkSessionId(sessionId);
-    const deadline = this.deadlineOf(options.timeoutMs);
+    const deadline = this.callDeadline(options.timeoutMs);
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, sessionId));
     await store.closeLineage(this.database.db, lineage.lineageId);
-    const workflowRuns = await this.withDeadline(deadline, options.signal, undefined, () => this.deleteWorkflowRuns(lineageWorkflowId(lineage.lineageId)));
+    const workflowRuns = await withDeadline(this.temporal.connection, deadline, options.signal, undefined, () =>
+      this.deleteWorkflowRuns(lineageWorkflowId(lineage.lineageId)),
+    );
     const erased = await store.eraseLineageRows(this.database.db, lineage.lineageId);
     // The id may come back as another lineage (another dialect or model).
     this.formats.clear();
@@ -684,14 +545,11 @@ export class SessionsClient {
 
   /** Terminates a lineage's workflow and deletes each of its runs from Temporal; answers how many runs were deleted. */
   private async deleteWorkflowRuns(workflowId: string): Promise<number> {
-    const notFound = (error: unknown) =>
-      // eslint-disable-next-line @typescript-eslint/no-unsafe-enum-comparison -- grpc-js's Status enum is not our dependency; 5 is NOT_FOUND
-      error instanceof WorkflowNotFoundError || (isGrpcServiceError(error) && error.code === GRPC_NOT_FOUND);
     await this.temporal.workflow
       .getHandle(workflowId)
       .terminate('session lineage erased')
       .catch((error: unknown) => {
-        if (!notFound(error)) throw error;
+        if (!isWorkflowNotFoundError(error)) throw error;
       });
     const runs = new Set<string>();
     for await (const run of this.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.add(run.runId);
@@ -700,7 +558,7 @@ export class SessionsClient {
       this.temporal.workflowService.deleteWorkflowExecution({ namespace, workflowExecution: { workflowId, ...(runId ? { runId } : {}) } }).then(
         () => true,
         (error: unknown) => {
-          if (notFound(error)) return false;
+          if (isWorkflowNotFoundError(error)) return false;
           throw error;
         },
       );
@@ -717,7 +575,7 @@ export class SessionsClient {
    * whose run ended without it, is RequestLostError: send it again with the same id.
    */
   async waitForResult(sessionId: string, requestId: string, options: WaitOptions = {}): Promise<CompactResult> {
-    const deadline = this.deadlineOf(options.timeoutMs);
+    const deadline = this.callDeadline(options.timeoutMs);
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, checkSessionId(sessionId)));
     return this.awaitAnswer(lineage.lineageId, requestId, deadline, options.signal);
   }
@@ -849,26 +707,6 @@ export class SessionsClient {
   }
 
   private startOptions(lineage: store.LineageInfo) {
-    const input: SessionLineageInput = {
-      lineageId: lineage.lineageId,
-      headSessionId: lineage.headSessionId,
-      generation: lineage.generation,
-      mode: lineage.mode,
-      ...(lineage.source ? { source: lineage.source } : {}),
-      settings: this.settings,
-    };
-    return {
-      workflowId: lineageWorkflowId(lineage.lineageId),
-      taskQueue: this.config.temporal.taskQueue,
-      args: [input] as [SessionLineageInput],
-      staticSummary: `Session lineage ${lineage.lineageId}${lineage.source ? ` (${lineage.source})` : ''}, ${lineage.mode}`,
-      staticDetails: `Compactions of session lineage \`${lineage.lineageId}\` run here one at a time. Transcripts live in Postgres; see the state query for head and queue.`,
-      typedSearchAttributes: [
-        { key: SessionLineage, value: lineage.lineageId },
-        { key: SessionHead, value: lineage.headSessionId },
-        { key: CompactionCount, value: lineage.generation },
-        ...(lineage.source ? [{ key: SessionSource, value: lineage.source }] : []),
-      ],
-    };
+    return lineageStartOptions(lineage, this.settings, this.config.temporal.taskQueue);
   }
 }

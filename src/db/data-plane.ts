@@ -16,9 +16,14 @@ import type { LineageInfo } from './lineage-state';
 
 /**
  * Errors raised by the data-plane SQL functions (SQLSTATE SC400..SC412, DETAIL a JSON object
- * naming the type), mapped to the typed errors every other layer uses.
+ * naming the type), mapped to the typed errors every other layer uses; and jsonb's refusal
+ * of U+0000 (22P05), which the client's text rule refuses first, so only a message past it
+ * meets it.
  */
-function dataPlaneError(error: unknown): unknown {
+export function dataPlaneError(error: unknown): unknown {
+  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === '22P05') return new InvalidInputError('messages', 'contains a NUL character or an unpaired surrogate');
+  }
   let e: unknown = error;
   while (e && !(typeof (e as { code?: unknown }).code === 'string' && /^SC\d{3}$/.test((e as { code: string }).code))) e = (e as { cause?: unknown }).cause;
   if (!e) return error;

@@ -11,7 +11,6 @@
  */
 import {
   allHandlersFinished,
-  ApplicationFailure,
   condition,
   continueAsNew,
   log,
@@ -24,7 +23,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { HandlerUnfinishedPolicy } from '@temporalio/common';
-import { LineageClosedError } from '../errors';
+import { InvalidInputError, LineageClosedError } from '../errors';
 import { lineageActivities, runCompactionJob } from './compaction-job';
 import * as contract from './contract';
 import { LineageQueue } from './lineage-queue';
@@ -57,7 +56,7 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
     const checked = contract.checkCompactRequest(request, { codePoints: current });
     const { sessionId } = current ? contract.checkRequestText(checked) : checked;
     if (!contract.belongsToLineage(sessionId, lineageId)) {
-      throw ApplicationFailure.nonRetryable(`session ${sessionId} does not belong to lineage ${lineageId}`, 'InvalidInputError');
+      throw new InvalidInputError('sessionId', `session ${sessionId} does not belong to lineage ${lineageId}`);
     }
     if (queue.closed) throw new LineageClosedError(lineageId);
   };

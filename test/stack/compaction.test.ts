@@ -225,7 +225,7 @@ describe('background requests', () => {
       cause: { type: 'InvalidInputError', message: expect.stringMatching(/focusTopic/) },
     });
     await expect(handle.executeUpdate(compactUpdate, { args: [{ sessionId: 'other-lineage' }] })).rejects.toMatchObject({
-      cause: { type: 'InvalidInputError', message: expect.stringMatching(/does not belong/) },
+      cause: { type: 'InvalidInputError', message: expect.stringMatching(/^invalid sessionId: session other-lineage does not belong to lineage /) },
     });
   });
 });

@@ -1,7 +1,7 @@
 /** The shared poll for signalled requests, against a scripted workflow: no Temporal needed to prove its rules. */
 import { describe, expect, it } from 'vitest';
 import { LineagePoller, type PollTarget } from '../../src/client/answer-poller';
-import { isUpdateLimitError } from '../../src/client/sessions-client';
+import { isUpdateLimitError } from '../../src/client/rpc-errors';
 import { CallTimeoutError, RequestLostError } from '../../src/errors';
 import type { CompactResult, RequestStatus } from '../../src/workflows/contract';
 

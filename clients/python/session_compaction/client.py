@@ -54,6 +54,7 @@ from .errors import (
     from_failure,
     from_sql_error,
 )
+from .rpc_errors import is_run_ended_error, is_transient_connection_error, is_update_limit_error, is_workflow_not_found_error
 
 WORKFLOW_TYPE = "sessionLineageWorkflow"
 WORKFLOW_ID_PREFIX = "session-lineage/"
@@ -194,29 +195,45 @@ def _check_count(value: object, field: str) -> None:
         raise InvalidInputError(field, f"must be a whole number from 1 to {MAX_TOKENS}")
 
 
-def _is_update_limit_error(error: BaseException) -> bool:
-    """The server's refusal of an Update beyond the per-workflow in-flight limit."""
-    e: BaseException | None = error
-    while e is not None:
-        if isinstance(e, RPCError) and e.status == RPCStatusCode.RESOURCE_EXHAUSTED:
-            return True
-        if re.search(r"RESOURCE_EXHAUSTED|in-flight|inflight", str(e), re.IGNORECASE):
-            return True
-        e = e.__cause__
-    return False
+#: createSession and compact join the lineage's workflow when it runs already (a second
+#: create, concurrent compactions), never fail for it (JOIN_RUNNING_WORKFLOW of
+#: src/client/start-options.ts). Signal-with-start joins by its nature.
+JOIN_RUNNING_WORKFLOW = WorkflowIDConflictPolicy.USE_EXISTING
 
 
-def _is_run_ended_error(error: BaseException) -> bool:
-    """An Update whose run ended before it answered (isRunEndedError of the TypeScript client)."""
-    e: BaseException | None = error
-    while e is not None:
-        if isinstance(e, ApplicationError) and e.type == "AcceptedUpdateCompletedWorkflow":
-            return True
-        text = f"{e} {getattr(e, 'message', '')}"
-        if re.search(r"workflow execution already completed|completed before the update completed|continued as new|continuedasnew", text, re.IGNORECASE):
-            return True
-        e = getattr(e, "cause", None) or e.__cause__
-    return False
+def lineage_start_input(lineage: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The workflow's input, built from the lineage row so a new run starts where Postgres
+    stands (lineageStartOptions of src/client/start-options.ts; contract/vectors/start-options.json)."""
+    start = {
+        "lineageId": lineage["lineageId"],
+        "headSessionId": lineage["headSessionId"],
+        "generation": lineage["generation"],
+        "mode": lineage["mode"],
+        "settings": dict(settings),
+    }
+    if lineage.get("source"):
+        start["source"] = lineage["source"]
+    return start
+
+
+def lineage_start_options(lineage: Mapping[str, Any], task_queue: str) -> dict[str, Any]:
+    """What every start of the lineage's workflow carries besides its input: id, task queue,
+    search attributes and the summary the Web UI shows."""
+    pairs = [
+        SearchAttributePair(SessionLineage, lineage["lineageId"]),
+        SearchAttributePair(SessionHead, lineage["headSessionId"]),
+        SearchAttributePair(CompactionCount, lineage["generation"]),
+    ]
+    if lineage.get("source"):
+        pairs.append(SearchAttributePair(SessionSource, lineage["source"]))
+    source = f" ({lineage['source']})" if lineage.get("source") else ""
+    return {
+        "id": lineage_workflow_id(lineage["lineageId"]),
+        "task_queue": task_queue,
+        "search_attributes": TypedSearchAttributes(pairs),
+        "static_summary": f"Session lineage {lineage['lineageId']}{source}, {lineage['mode']}",
+        "static_details": f"Compactions of session lineage `{lineage['lineageId']}` run here one at a time. Transcripts live in Postgres; see the state query for head and queue.",
+    }
 
 
 class _RunEnded(Exception):
@@ -303,7 +320,7 @@ class SessionsClient:
             WORKFLOW_TYPE,
             self._start_input(lineage),
             **self._start_options(lineage),
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_conflict_policy=JOIN_RUNNING_WORKFLOW,
         )
         result = {"sessionId": session_id, "lineageId": lineage["lineageId"], "mode": lineage["mode"], "dialect": lineage["dialect"]}
         if lineage.get("source"):
@@ -538,8 +555,8 @@ class SessionsClient:
                 await asyncio.sleep(min(1.0, 0.1 * 2**resends))
                 resends += 1
                 result = await self.recorded_answer(lineage["lineageId"], request["requestId"])
-            except RPCError as error:
-                if error.status not in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED) or time.monotonic() + delay > deadline:
+            except Exception as error:
+                if not is_transient_connection_error(error) or time.monotonic() + delay > deadline:
                     raise
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
@@ -551,7 +568,7 @@ class SessionsClient:
             WORKFLOW_TYPE,
             self._start_input(lineage),
             **self._start_options(lineage),
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            id_conflict_policy=JOIN_RUNNING_WORKFLOW,
         )
         try:
             try:
@@ -568,13 +585,13 @@ class SessionsClient:
                 typed = from_failure(cause.type, cause.message, lineage["lineageId"])
                 if typed is not None:
                     raise typed from error
-            if _is_run_ended_error(error):
+            if is_run_ended_error(error):
                 raise _RunEnded(await self._terminated(operation)) from error
             raise
         except Exception as error:
-            if _is_run_ended_error(error):
+            if is_run_ended_error(error):
                 raise _RunEnded(await self._terminated(operation)) from error
-            if not _is_update_limit_error(error):
+            if not is_update_limit_error(error):
                 raise
             self.update_limit_fallbacks += 1
             handle = self.temporal.get_workflow_handle(lineage_workflow_id(lineage["lineageId"]))
@@ -590,7 +607,7 @@ class SessionsClient:
                 return False
             description = await self.temporal.get_workflow_handle(handle.id, run_id=run_id).describe()
         except RPCError as error:
-            return error.status == RPCStatusCode.NOT_FOUND
+            return is_workflow_not_found_error(error)
         except Exception:
             return False
         return description.status is not None and description.status.name == "TERMINATED"
@@ -701,14 +718,19 @@ class SessionsClient:
         return await self.temporal.get_workflow_handle(lineage_workflow_id(lineage["lineageId"])).query("state")
 
     async def close_session(self, session_id: str, *, timeout: float = 600.0) -> None:
-        """Closes the lineage: the workflow finishes its queue, marks it closed and completes."""
+        """Closes the lineage: the workflow finishes its queue, marks it closed and completes.
+        Waits at most ``timeout`` seconds (CallTimeoutError; the lineage still closes)."""
         lineage = await self.lineage(session_id)
         if lineage["closed"]:
             return
         handle = await self.temporal.start_workflow(
             WORKFLOW_TYPE, self._start_input(lineage), **self._start_options(lineage), start_signal="close"
         )
-        await asyncio.wait_for(handle.result(), timeout)
+        try:
+            await asyncio.wait_for(handle.result(), timeout)
+        except asyncio.TimeoutError:
+            # As the TypeScript client's closeSession: the close was sent and still completes.
+            raise CallTimeoutError(None, f"the deadline ({timeout} s) passed before the lineage closed") from None
 
     # ---- the data's whole life: erase and retention ----------------------------------------
 
@@ -752,7 +774,7 @@ class SessionsClient:
         try:
             await self.temporal.get_workflow_handle(workflow_id).terminate(reason="session lineage erased")
         except RPCError as error:
-            if error.status != RPCStatusCode.NOT_FOUND:
+            if not is_workflow_not_found_error(error):
                 raise
         runs: list[str] = []
         async for execution in self.temporal.list_workflows(f"WorkflowId = '{workflow_id}'"):
@@ -766,7 +788,7 @@ class SessionsClient:
             try:
                 await self.temporal.workflow_service.delete_workflow_execution(request)
             except RPCError as error:
-                if error.status == RPCStatusCode.NOT_FOUND:
+                if is_workflow_not_found_error(error):
                     return False
                 raise
             return True
@@ -851,33 +873,10 @@ class SessionsClient:
     # ---- workflow start options -----------------------------------------------------------
 
     def _start_input(self, lineage: Mapping[str, Any]) -> dict[str, Any]:
-        start = {
-            "lineageId": lineage["lineageId"],
-            "headSessionId": lineage["headSessionId"],
-            "generation": lineage["generation"],
-            "mode": lineage["mode"],
-            "settings": self._settings,
-        }
-        if lineage.get("source"):
-            start["source"] = lineage["source"]
-        return start
+        return lineage_start_input(lineage, self._settings)
 
     def _start_options(self, lineage: Mapping[str, Any]) -> dict[str, Any]:
-        pairs = [
-            SearchAttributePair(SessionLineage, lineage["lineageId"]),
-            SearchAttributePair(SessionHead, lineage["headSessionId"]),
-            SearchAttributePair(CompactionCount, lineage["generation"]),
-        ]
-        if lineage.get("source"):
-            pairs.append(SearchAttributePair(SessionSource, lineage["source"]))
-        source = f" ({lineage['source']})" if lineage.get("source") else ""
-        return {
-            "id": lineage_workflow_id(lineage["lineageId"]),
-            "task_queue": self.config.task_queue,
-            "search_attributes": TypedSearchAttributes(pairs),
-            "static_summary": f"Session lineage {lineage['lineageId']}{source}, {lineage['mode']}",
-            "static_details": f"Compactions of session lineage `{lineage['lineageId']}` run here one at a time. Transcripts live in Postgres; see the state query for head and queue.",
-        }
+        return lineage_start_options(lineage, self.config.task_queue)
 
 
 async def connect(

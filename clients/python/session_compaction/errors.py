@@ -5,6 +5,7 @@ the data-plane SQL functions' errors (SQLSTATE SC400..SC412)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
@@ -117,20 +118,22 @@ def from_sql_error(error: BaseException) -> BaseException:
     return error
 
 
+_INVALID = re.compile(r"invalid (\S+?): (.*)", re.DOTALL)
+
+
 def from_failure(failure_type: str | None, message: str, lineage_id: str) -> SessionCompactionError | None:
-    """Maps the ApplicationError of an Update validator back to its typed error."""
+    """Maps the ApplicationError of an Update validator back to its typed error (None: no
+    caller caused it), as typedErrorOfFailure of src/client/rpc-errors.ts. An
+    InvalidInputError's message is ``invalid <field>: <detail>``, so its field comes back from
+    it; one without a field (from an older worker) is the request's."""
     if failure_type == "BackgroundCompactionRejectedError":
         return BackgroundCompactionRejectedError()
     if failure_type == "LineageClosedError":
         return LineageClosedError(lineage_id)
-    if failure_type == "InvalidInputError":
-        if message.startswith("invalid ") and ": " in message:
-            field, _, detail = message.removeprefix("invalid ").partition(": ")
-            return InvalidInputError(field, detail)
-        if "does not belong to lineage" in message:
-            return InvalidInputError("sessionId", message)
-        return InvalidInputError("request", message)
-    return None
+    if failure_type != "InvalidInputError":
+        return None
+    invalid = _INVALID.fullmatch(message)
+    return InvalidInputError(invalid[1], invalid[2]) if invalid else InvalidInputError("request", message)
 
 
 class TokenizerUnavailableError(SessionCompactionError):

@@ -320,6 +320,16 @@ async def test_a_wait_is_bounded(client):
     assert isinstance(timed_out.value, TimeoutError)
 
 
+async def test_a_close_past_its_deadline_is_call_timeout_error(client):
+    """As the TypeScript client's closeSession: CallTimeoutError, not a bare TimeoutError; the close was sent and still lands."""
+    sid = unique_id("py-close-timeout")
+    await client.create_session(sid)
+    with pytest.raises(sc.CallTimeoutError, match="passed before the lineage closed"):
+        await client.close_session(sid, timeout=0.001)
+    await client.close_session(sid)
+    assert (await client.lineage(sid))["closed"] is True
+
+
 async def test_request_sizes_are_code_points(client):
     """The text rule measures sizes in code points in every client: a focus topic of 600
     astral characters (1200 UTF-16 units) and a request id of 150 are within 1000 and 200."""

@@ -1,16 +1,21 @@
 """The shared contract vectors (contract/vectors/*.json), from Python. The TypeScript tests
-run the same files (test/contract-vectors.test.ts)."""
+run the same files (test/stack/contract-vectors.test.ts, and the table tests contract/vectors/README.md
+names for the pure ones)."""
 
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 import session_compaction as sc
-from session_compaction.errors import from_failure
+from session_compaction.client import JOIN_RUNNING_WORKFLOW, lineage_start_input, lineage_start_options
+from session_compaction.errors import from_failure, from_sql_error
+from session_compaction.rpc_errors import is_run_ended_error, is_transient_connection_error, is_update_limit_error, is_workflow_not_found_error
 
 from .conftest import unique_id, vectors
 
@@ -103,7 +108,7 @@ async def test_update_validator_refuses(client, case):
 
 async def test_token_counts_per_model():
     """tokens.py against token-counts.json, the counts the TypeScript client's
-    tokenCounterFor produces (test/contract-vectors.test.ts checks the same file)."""
+    tokenCounterFor produces (test/stack/contract-vectors.test.ts checks the same file)."""
     spec = vectors("token-counts.json")
     for model, tokenizer in spec["tokenizers"].items():
         assert (model, sc.tokenizer_for(model)) == (model, tokenizer)
@@ -123,3 +128,81 @@ async def test_token_counts_stored(client, db, model):
     await client.append(sid, [c["message"] for c in spec["cases"]])
     rows = await (await db.execute("select token_estimate from messages where session_id = %s order by seq", (sid,))).fetchall()
     assert [r[0] for r in rows] == [c["tokens"][model] for c in spec["cases"]]
+
+
+def _rpc_error(layers: list[dict[str, str]]) -> BaseException:
+    """The chain of layers (rpc-errors.json) as the Python SDK raises it, outermost first."""
+    error: BaseException | None = None
+    for layer in reversed(layers):
+        made: BaseException
+        if "grpc" in layer:
+            made = RPCError(layer["message"], RPCStatusCode[layer["grpc"]], b"")
+        elif "failure" in layer:
+            made = ApplicationError(layer["message"], type=layer["failure"])
+        elif layer.get("sdk") == "WorkflowNotFoundError":  # the Python SDK's is an RPCError
+            made = RPCError(layer["message"], RPCStatusCode.NOT_FOUND, b"")
+        elif layer.get("sdk") == "WorkflowUpdateRPCTimeoutOrCancelledError":
+            made = WorkflowUpdateRPCTimeoutOrCancelledError()
+        else:
+            assert "sdk" not in layer, f"no SDK error {layer['sdk']}"
+            made = Exception(layer["message"])
+        made.__cause__ = error
+        error = made
+    assert error is not None
+    return error
+
+
+@pytest.mark.parametrize("case", vectors("rpc-errors.json")["cases"], ids=lambda c: c["name"])
+async def test_rpc_error_classification(case):
+    error = _rpc_error(case["error"])
+    assert {
+        "updateLimit": is_update_limit_error(error),
+        "runEnded": is_run_ended_error(error),
+        "transient": is_transient_connection_error(error),
+        "workflowNotFound": is_workflow_not_found_error(error),
+    } == {kind: case[kind] for kind in ("updateLimit", "runEnded", "transient", "workflowNotFound")}
+
+
+def _seen(error: BaseException) -> dict[str, str]:
+    """What the caller sees of a typed error: its name, field and message."""
+    field = {"field": error.field} if isinstance(error, sc.InvalidInputError) else {}
+    return {"error": type(error).__name__, **field, "message": str(error)}
+
+
+@pytest.mark.parametrize("case", vectors("failure-errors.json")["updateFailures"], ids=lambda c: c["name"])
+async def test_update_failure_mapping(case):
+    typed = from_failure(case["type"], case["message"], vectors("failure-errors.json")["lineageId"])
+    assert (None if typed is None else _seen(typed)) == case["expect"]
+
+
+class _SqlError(Exception):
+    """A psycopg error as from_sql_error reads it: ``sqlstate`` and ``diag.message_detail``."""
+
+    def __init__(self, sqlstate: str, detail: str | None) -> None:
+        super().__init__("raised by the function")
+        self.sqlstate = sqlstate
+        self.diag = SimpleNamespace(message_detail=detail)
+
+
+@pytest.mark.parametrize("case", vectors("failure-errors.json")["sqlErrors"], ids=lambda c: c["name"])
+async def test_sql_error_mapping(case):
+    error = _SqlError(case["sqlstate"], case["detail"])
+    mapped = from_sql_error(error)
+    assert (None if mapped is error else _seen(mapped)) == case["expect"]
+
+
+@pytest.mark.parametrize("case", vectors("start-options.json")["cases"], ids=lambda c: c["name"])
+async def test_workflow_start_options(case):
+    spec = vectors("start-options.json")
+    options = lineage_start_options(case["lineage"], spec["taskQueue"])
+    expect = case["expect"]
+    assert {
+        "workflowId": options["id"],
+        "taskQueue": options["task_queue"],
+        "input": lineage_start_input(case["lineage"], spec["settings"]),
+        "staticSummary": options["static_summary"],
+        "staticDetails": options["static_details"],
+        "searchAttributes": {pair.key.name: pair.value for pair in options["search_attributes"]},
+    } == expect | {"taskQueue": spec["taskQueue"], "input": expect["input"] | {"settings": spec["settings"]}}
+    assert "id_reuse_policy" not in options and spec["idReusePolicy"] == "ALLOW_DUPLICATE"  # the SDK's default
+    assert JOIN_RUNNING_WORKFLOW.name == spec["idConflictPolicy"]

@@ -1,4 +1,4 @@
-"""The data's whole life from Python, on the real stack (as test/data-lifecycle.test.ts):
+"""The data's whole life from Python, on the real stack (as test/stack/data-lifecycle.test.ts):
 erasing a lineage (``delete_lineage``), also while a TypeScript process appends to it,
 retention run once (``run_retention``) and on a Temporal Schedule (``schedule_retention``,
 ``unschedule_retention``), and the Agents SDK session's ``clear_session``, which erases and

@@ -1,5 +1,5 @@
 """The real-user rule of every dialect against the shared vectors (contract/vectors/dialect-rules.json),
-which the TypeScript dialects are tested against too (test/dialect-vectors.test.ts)."""
+which the TypeScript dialects are tested against too (test/unit/dialect-vectors.test.ts)."""
 
 from __future__ import annotations
 
