@@ -355,6 +355,18 @@ export class SessionsClient {
    * `signal` aborts: CallTimeoutError, with the request id to wait for again.
    */
   async compact(sessionId: string, options: CompactOptions = {}): Promise<CompactResultWithTranscript> {
+    const result = await this.compactAnswer(sessionId, options);
+    // The compaction is done whatever happens now; a database restart must not turn its
+    // answer into an error, so the read of the new head is retried.
+    const rows = await readWithRetry(() => store.sessionMessages(this.database.db, result.sessionId));
+    return { ...result, messages: rows.map(rowToMessage) };
+  }
+
+  /**
+   * `compact` without reading the new head: the wire answer only, for a caller that keeps its
+   * own copy of the transcript (or reads it later with `transcript`).
+   */
+  async compactAnswer(sessionId: string, options: CompactOptions = {}): Promise<CompactResult> {
     const { timeoutMs, signal, ...fields } = options;
     const request = checkRequestText(checkCompactRequest({ sessionId, ...fields, requestId: fields.requestId ?? randomUUID() }));
     const deadline = this.callDeadline(timeoutMs);
@@ -362,13 +374,9 @@ export class SessionsClient {
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
     // Only a caller's own request id can have been answered before; a fresh one cannot.
     const answeredBefore = fields.requestId !== undefined;
-    const result = await withDeadline(this.temporal.connection, deadline, signal, request.requestId, () =>
+    return withDeadline(this.temporal.connection, deadline, signal, request.requestId, () =>
       this.compactByUpdate(lineage, request, { answeredBefore, deadline, signal }),
     );
-    // The compaction is done whatever happens now; a database restart must not turn its
-    // answer into an error, so the read of the new head is retried.
-    const rows = await readWithRetry(() => store.sessionMessages(this.database.db, result.sessionId));
-    return { ...result, messages: rows.map(rowToMessage) };
   }
 
   /**

@@ -79,6 +79,10 @@ describe('one workflow per lineage', () => {
     const first = await stack().client.compact(root, { requestId });
     const again = await stack().client.compact(root, { requestId });
     expect(again).toMatchObject({ outcome: 'compacted', sessionId: first.sessionId, requestId });
+    // compactAnswer is the same call without the read of the new head: the same answer, no transcript.
+    const { messages, ...answer } = again;
+    expect(messages.length).toBeGreaterThan(0);
+    expect(await stack().client.compactAnswer(root, { requestId })).toEqual(answer);
     expect(stack().llm.requests).toHaveLength(1);
   });
 });

@@ -147,8 +147,9 @@ BEGIN
     gate_results = excluded.gate_results, reason = excluded.reason, rung = excluded.rung, ledger = excluded.ledger,
     commit_retries = excluded.commit_retries, finished_at = excluded.finished_at;
 
-  RETURN jsonb_build_object('outcome', 'compacted', 'headSessionId', v_head, 'generation', v_generation,
+  -- No reason is no key (not null): the answer's optional fields are absent when empty.
+  RETURN jsonb_strip_nulls(jsonb_build_object('outcome', 'compacted', 'headSessionId', v_head, 'generation', v_generation,
     'carried', cardinality(v_carried), 'tokensAfter', v_tokens, 'messagesAfter', v_head_count + cardinality(v_carried),
-    'alreadyCommitted', false, 'reason', v_reason);
+    'alreadyCommitted', false, 'reason', v_reason));
 END
 $$;
