@@ -77,9 +77,9 @@ export type CommitResult =
  * How many statements a commit sends without the lineage lock before it takes the lock: each
  * one that finds rows the gates had not seen writes nothing, and the gates run again with them.
  */
-export const OPTIMISTIC_COMMITS = 3;
+const OPTIMISTIC_COMMITS = 3;
 
-type Answer = CommitResult | { outcome: 'appended'; rows: SnapshotRow[] };
+type StatementAnswer = CommitResult | { outcome: 'appended'; rows: SnapshotRow[] };
 
 /**
  * Publishes a compaction in one statement (src/db/functions/sc_compaction_commit.sql): the new
@@ -109,7 +109,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
   const compactedTokens = input.compacted.reduce((sum, m) => sum + m.tokens, 0);
 
   /** Gates the head with `carried`, then sends the one statement. */
-  const gateAndCommit = async (executor: Executor, carried: SnapshotRow[], retries: number): Promise<Answer> => {
+  const gateAndCommit = async (executor: Executor, carried: SnapshotRow[], retries: number): Promise<StatementAnswer> => {
     const report = input.verify?.(carried.map((r) => ({ message: r.body, tokens: r.tokenEstimate })));
     if (report?.failed) {
       return {
@@ -148,7 +148,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       commitRetries: retries,
       cooldownsMs: cooldownLadder(policy),
     };
-    const { rows } = await executor.execute<{ answer: Answer | { outcome: 'missing' } }>(
+    const { rows } = await executor.execute<{ answer: StatementAnswer | { outcome: 'missing' } }>(
       sql`select sc_compaction_commit(${JSON.stringify(statement)}::jsonb) as answer`,
     );
     const answer = rows[0].answer;

@@ -39,7 +39,7 @@ function jobRow(job: CompactionJob, model: string) {
 }
 
 /** The audit row's fields an attempt decides by when it starts. */
-export interface JobState {
+interface JobState {
   outcome: JobRecord['outcome'];
   attempts: number;
   generation: number;

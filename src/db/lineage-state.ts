@@ -1,11 +1,9 @@
 /**
  * The lineage row and a session's rows, read and closed with drizzle: what a lineage is now
- * (its head, generation, settings), the live messages of a session (a compaction's snapshot),
- * and the head's ledger.
+ * (its head, generation, settings) and the live messages of a session.
  */
 import { and, asc, eq, gt, isNull } from 'drizzle-orm';
 import type { DialectName } from '../compaction/dialects';
-import type { JsonValue } from '../compaction/json';
 import { SessionNotFoundError } from '../errors';
 import type { CompactionMode } from '../workflows/contract';
 import type { Database } from './database';
@@ -73,10 +71,4 @@ export async function closeLineage(db: Database, lineageId: string): Promise<voi
     .update(lineages)
     .set({ closedAt: new Date() })
     .where(and(eq(lineages.id, lineageId), isNull(lineages.closedAt)));
-}
-
-/** The ledger of the lineage's current head (null before its first compaction with a ledger). */
-export async function headLedger(db: Executor, lineageId: string): Promise<JsonValue | null> {
-  const [row] = await db.select({ ledger: lineages.ledger }).from(lineages).where(eq(lineages.id, lineageId));
-  return (row?.ledger as JsonValue | undefined) ?? null;
 }
