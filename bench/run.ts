@@ -9,6 +9,7 @@
  *   npm run bench                          full sizes (about 15 minutes on 2 cores)
  *   npm run bench -- --quick               small sizes, to check the benchmark itself (< 2 min)
  *   npm run bench -- --only=floors,faults  some sections (floors is always run)
+ *   npm run bench -- --render=<file>       the tables of a results file, without running
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -873,7 +874,11 @@ function renderTable(r: Record<string, any>): string {
   return table + '\n' + faults;
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+// `--render=<file>`: print the tables of a results file written earlier, without running anything.
+const render = process.argv.find((a) => a.startsWith('--render='))?.slice('--render='.length);
+if (render) console.log(renderTable(JSON.parse(readFileSync(render, 'utf8'))));
+else
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
