@@ -108,18 +108,14 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
   }));
   const compactedTokens = input.compacted.reduce((sum, m) => sum + m.tokens, 0);
 
-  /** Gates the head with `carried`, then sends the one statement. */
+  /**
+   * Gates the head with `carried`, then sends the one statement. A head the gates refuse is
+   * refused only once the statement, asked to check and write nothing (`checkOnly`), finds
+   * it is the lineage's real head: a job that went stale meanwhile answers stale, and rows
+   * appended meanwhile are gated too.
+   */
   const gateAndCommit = async (executor: Executor, carried: SnapshotRow[], retries: number): Promise<StatementAnswer> => {
     const report = input.verify?.(carried.map((r) => ({ message: r.body, tokens: r.tokenEstimate })));
-    if (report?.failed) {
-      return {
-        outcome: 'refused',
-        reason: `gate ${report.failed.gate}: ${report.failed.reason}`,
-        gate: report.failed.gate,
-        gateResults: report.results,
-        tokensAfter: compactedTokens + carried.reduce((sum, r) => sum + r.tokenEstimate, 0),
-      };
-    }
     const statement = {
       jobId: job.jobId,
       lineageId: job.lineageId,
@@ -147,13 +143,25 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       ledger: input.ledger ?? null,
       commitRetries: retries,
       cooldownsMs: cooldownLadder(policy),
+      checkOnly: Boolean(report?.failed),
     };
-    const { rows } = await executor.execute<{ answer: StatementAnswer | { outcome: 'missing' } }>(
+    const { rows } = await executor.execute<{ answer: StatementAnswer | { outcome: 'missing' } | { outcome: 'checked' } }>(
       sql`select sc_compaction_commit(${JSON.stringify(statement)}::jsonb) as answer`,
     );
     const answer = rows[0].answer;
     if (answer.outcome === 'missing') throw new SessionNotFoundError(job.lineageId);
-    return answer.outcome === 'compacted' ? { ...answer, gateResults: report?.results, commitRetries: retries } : answer;
+    if (answer.outcome === 'checked') {
+      if (!report?.failed) throw new Error('the commit statement only checked a head the gates passed');
+      return {
+        outcome: 'refused',
+        reason: `gate ${report.failed.gate}: ${report.failed.reason}`,
+        gate: report.failed.gate,
+        gateResults: report.results,
+        tokensAfter: compactedTokens + carried.reduce((sum, r) => sum + r.tokenEstimate, 0),
+      };
+    }
+    if (answer.outcome === 'compacted' && !answer.alreadyCommitted) return { ...answer, gateResults: report?.results, commitRetries: retries };
+    return answer;
   };
 
   let carried: SnapshotRow[] = input.carried ?? [];

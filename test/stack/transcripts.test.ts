@@ -281,6 +281,19 @@ describe('the one-statement commit', () => {
     expect((await stack().client.transcript(id)).messages).toEqual(before);
   });
 
+  it('a gate refusing a head that is no longer the lineage head answers stale, not refused', async () => {
+    const { id, input } = await jobWithLateAppends('rotate');
+    const refuse = () => ({ results: { ...pass, smaller: 'too big' }, failed: { gate: 'smaller' as const, reason: 'too big' } });
+    // The lineage is at generation 0; a job that believes it is at 3 is stale, whatever the gates say.
+    const moved = await commitCompaction(stack().db.db, { ...input, job: { ...input.job, generation: 3 }, verify: refuse });
+    expect(moved).toMatchObject({ outcome: 'stale', reason: expect.stringContaining('moved on') });
+    // The same refusal on the real head is a refusal, and writes nothing.
+    const refused = await commitCompaction(stack().db.db, { ...input, verify: refuse });
+    expect(refused).toMatchObject({ outcome: 'refused', gate: 'smaller' });
+    const [lineage] = await rowsOf(sql`select generation from lineages where id = ${id}`);
+    expect(lineage.generation).toBe(0);
+  });
+
   it('appends landing before every statement: the last try holds the lineage lock, and commits the head it gated', async () => {
     const { id, late, input } = await jobWithLateAppends('rotate');
     const racing = late.map((_, i) => ({ role: 'user' as const, content: `racing ${i}` }));

@@ -3,7 +3,8 @@
 -- superseded, the job already ended, the lineage closed or moved on, or a message the summary
 -- read was taken back; answers `appended` with the rows when the live rows after the watermark
 -- are not exactly p.carriedIds (the rows the gates saw); and answers a committed job from its
--- audit row. Otherwise it writes the new head (a child, or the same session with its old rows
+-- audit row. With p.checkOnly (the gates refused the head) it writes nothing and answers
+-- `checked` once every check passed, so a refusal is only given for the lineage's real head. Otherwise it writes the new head (a child, or the same session with its old rows
 -- archived): p.head, then the carried rows copied inside Postgres, ends the parent (rotate),
 -- moves the lineage, settles the automatic request and writes the audit row.
 CREATE OR REPLACE FUNCTION sc_compaction_commit(p jsonb)
@@ -69,13 +70,17 @@ BEGIN
   END IF;
   SELECT coalesce(array_agg(id ORDER BY seq), '{}') INTO v_carried
   FROM messages WHERE session_id = v_parent AND archived_at IS NULL AND seq > v_watermark;
-  IF v_carried <> ARRAY(SELECT jsonb_array_elements_text(p->'carriedIds')::bigint) THEN
+  IF v_carried <> ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(p->'carriedIds') WITH ORDINALITY AS t(x, o) ORDER BY o) THEN
     -- The gates did not see this head: nothing is written, and the activity gates again.
     RETURN jsonb_build_object('outcome', 'appended', 'rows', coalesce((
       SELECT jsonb_agg(jsonb_build_object(
         'id', m.id, 'seq', m.seq, 'body', m.body, 'tokenEstimate', m.token_estimate, 'lineageSeq', m.lineage_seq,
         'originMessageId', m.origin_message_id) ORDER BY m.seq)
       FROM messages m WHERE m.id = ANY (v_carried)), '[]'::jsonb));
+  END IF;
+  -- A head the gates refused is only refused if it is the real one: every check above passed.
+  IF coalesce((p->>'checkOnly')::boolean, false) THEN
+    RETURN jsonb_build_object('outcome', 'checked');
   END IF;
 
   IF p->>'mode' = 'rotate' THEN
@@ -110,7 +115,7 @@ BEGIN
   UPDATE lineages SET head_session_id = v_head, generation = v_generation, head_tokens = v_tokens, ledger = nullif(p->'ledger', 'null'::jsonb)
   WHERE id = g.id;
 
-  IF p->>'note' IS NOT NULL THEN
+  IF nullif(p->>'note', '') IS NOT NULL THEN
     v_notes := v_notes || (p->>'note');
   END IF;
   IF cardinality(v_carried) > 0 THEN
@@ -124,7 +129,7 @@ BEGIN
     v_notes := v_notes || format('the compacted head still holds %s tokens, at or above the threshold of %s', v_tokens, g.compact_at_tokens);
   END IF;
   PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', CASE WHEN v_still_above THEN 'failed' ELSE 'succeeded' END,
-    ARRAY(SELECT jsonb_array_elements_text(p->'cooldownsMs')::bigint));
+    ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(p->'cooldownsMs') WITH ORDINALITY AS t(x, o) ORDER BY o));
   v_reason := nullif(array_to_string(v_notes, '; '), '');
 
   INSERT INTO compactions AS x (
