@@ -33,23 +33,14 @@ import {
 } from '../db/session-store';
 import { SessionNotFoundError } from '../errors';
 import { withSpan } from '../tracing';
-import type { CompactionMode, CompactionOutcome, CompactResult } from '../workflows/contract';
+import type { Answer, CompactionMode, CompactionOutcome } from '../workflows/contract';
+import { writeJobAnswer } from '../workflows/job-answer';
 import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
 
 export interface CompactSessionInput extends CompactionJob {
   mode: CompactionMode;
   focusTopic?: string;
   force: boolean;
-}
-
-/**
- * What a job decided, as Postgres holds it: the one result of both job activities
- * (`compactSession`, and `recordAbortedCompaction` when the workflow gives up). The workflow
- * turns it into the answer every request of the job gets (`CompactResult` on the wire).
- */
-export interface JobResult extends Omit<CompactResult, 'requestId' | 'sessionId'> {
-  /** The lineage's head after the job (the wire answer's `sessionId`). */
-  headSessionId: string;
 }
 
 /** The masking rung's target for a lineage: a share of its threshold, or of its context window; none when it has neither. */
@@ -134,15 +125,15 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
   const heartbeat = deps.heartbeat ?? ((details: unknown) => Context.current().heartbeat(details));
   const policy = deps.autoCompaction;
 
-  async function compactSession(input: CompactSessionInput): Promise<JobResult> {
+  async function compactSession(input: CompactSessionInput): Promise<Answer> {
     try {
-      return await compactSessionOnce(input);
+      return writeJobAnswer(await compactSessionOnce(input));
     } catch (error) {
       throw asDatabaseFailure(error);
     }
   }
 
-  async function compactSessionOnce(input: CompactSessionInput): Promise<JobResult> {
+  async function compactSessionOnce(input: CompactSessionInput): Promise<Answer> {
     const { db } = deps;
     const started = Date.now();
     let progress: HeartbeatDetails = { phase: 'snapshot', elapsedMs: 0 };
@@ -157,7 +148,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     if (record.outcome === 'compacted') {
       return {
         outcome: 'compacted',
-        headSessionId: record.childSessionId ?? lineage.headSessionId,
+        sessionId: record.childSessionId ?? lineage.headSessionId,
         generation: record.generation,
         previousSessionId: record.parentSessionId,
         messagesAfter: record.messagesAfter ?? undefined,
@@ -168,7 +159,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       log.warn('attempt superseded before its first write; it writes nothing', { jobId: input.jobId, attempt, latest: record.attempts });
       return {
         outcome: 'stale',
-        headSessionId: lineage.headSessionId,
+        sessionId: lineage.headSessionId,
         generation: lineage.generation,
         reason: `attempt ${attempt} was superseded by attempt ${record.attempts}`,
       };
@@ -177,7 +168,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       // An earlier attempt decided this job and its answer was lost: give the same answer.
       return {
         outcome: record.outcome,
-        headSessionId: lineage.headSessionId,
+        sessionId: lineage.headSessionId,
         generation: lineage.generation,
         reason: record.reason ?? undefined,
         gate: record.gate ?? undefined,
@@ -187,12 +178,12 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       // No summary is ever paid for a closed lineage.
       const reason = 'the lineage is closed';
       await finishJob(db, input, attempt, 'stale', { reason }, policy);
-      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason };
+      return { outcome: 'stale', sessionId: lineage.headSessionId, generation: lineage.generation, reason };
     }
     if (lineage.headSessionId !== input.parentSessionId || lineage.generation !== input.generation) {
       const reason = `the head is ${lineage.headSessionId} (generation ${lineage.generation}); adopting it instead of compacting again`;
       await finishJob(db, input, attempt, 'stale', { reason }, policy);
-      return { outcome: 'stale', headSessionId: lineage.headSessionId, generation: lineage.generation, reason };
+      return { outcome: 'stale', sessionId: lineage.headSessionId, generation: lineage.generation, reason };
     }
 
     const watermarkSeq = rows.length > 0 ? rows[rows.length - 1].seq : 0;
@@ -212,7 +203,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         cachedPromptTokens?: number;
         held?: boolean;
       } = {},
-    ): Promise<JobResult> => {
+    ): Promise<Answer> => {
       await finishJob(db, input, attempt, 'refused', { reason, messagesBefore, tokensBefore, ...fields }, policy);
       if (fields.gate) {
         Context.current()
@@ -221,7 +212,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       }
       return {
         outcome: 'refused',
-        headSessionId: lineage.headSessionId,
+        sessionId: lineage.headSessionId,
         generation: lineage.generation,
         reason,
         gate: fields.gate,
@@ -366,7 +357,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     }
     if (committed.outcome === 'stale') {
       await finishJob(db, input, attempt, 'stale', { reason: committed.reason }, policy);
-      return { outcome: 'stale', headSessionId: committed.headSessionId, generation: committed.generation, reason: committed.reason };
+      return { outcome: 'stale', sessionId: committed.sessionId, generation: committed.generation, reason: committed.reason };
     }
     beat({ phase: 'committed', chunks, alreadyCommitted: committed.alreadyCommitted });
     Context.current()
@@ -375,7 +366,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     if (committed.alreadyCommitted) log.info('compaction already committed by an earlier attempt', { jobId: input.jobId });
     return {
       outcome: 'compacted',
-      headSessionId: committed.headSessionId,
+      sessionId: committed.sessionId,
       generation: committed.generation,
       previousSessionId: input.mode === 'rotate' ? input.parentSessionId : undefined,
       reason: committed.reason,
@@ -390,14 +381,14 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
    * Records a compaction the workflow gave up on (summariser failed for good) and returns
    * what Postgres holds, which the workflow adopts.
    */
-  async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<JobResult> {
+  async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<Answer> {
     const { reason, ...job } = input;
     const settled = await abortJob(deps.db, job, deps.summariser.model, reason, policy).catch((error: unknown) => {
       throw asDatabaseFailure(error);
     });
-    if (settled.outcome === 'aborted') return { ...settled, reason };
+    if (settled.outcome === 'aborted') return writeJobAnswer({ ...settled, reason });
     // A lost attempt committed this job: its answer is the commit's.
-    return { ...settled, previousSessionId: settled.headSessionId !== job.parentSessionId ? job.parentSessionId : undefined };
+    return writeJobAnswer({ ...settled, previousSessionId: settled.sessionId !== job.parentSessionId ? job.parentSessionId : undefined });
   }
 
   /** Records the requests that joined a job while it ran (see recordJoinedRequests). */

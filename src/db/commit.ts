@@ -56,10 +56,11 @@ export interface CommitInput {
   policy?: AutoCompactionPolicy;
 }
 
+/** What a commit answers the job activity: its head is `sessionId`, as in every answer (`Answer`). */
 export type CommitResult =
   | {
       outcome: 'compacted';
-      headSessionId: string;
+      sessionId: string;
       generation: number;
       carried: number;
       tokensAfter: number;
@@ -70,7 +71,7 @@ export type CommitResult =
       /** How many times the commit found rows the gates had not seen and gated again. */
       commitRetries?: number;
     }
-  | { outcome: 'stale'; headSessionId: string; generation: number; reason: string }
+  | { outcome: 'stale'; sessionId: string; generation: number; reason: string }
   | { outcome: 'refused'; reason: string; gate: string; gateResults: Record<string, string>; tokensAfter: number };
 
 /**
@@ -79,7 +80,20 @@ export type CommitResult =
  */
 const OPTIMISTIC_COMMITS = 3;
 
+/** A commit's answer, or the rows appended after the snapshot (when the statement wrote nothing). */
 type StatementAnswer = CommitResult | { outcome: 'appended'; rows: SnapshotRow[] };
+
+/**
+ * What the statement returns (it never refuses: a head the gates refused is `checked`). Its
+ * head is `headSessionId`, as in the lineage row; the SQL functions keep that name, since an
+ * older worker puts its own definitions back (docs/wire-contract.md).
+ */
+type StatementResult =
+  | (Omit<Extract<CommitResult, { outcome: 'compacted' }>, 'sessionId'> & { headSessionId: string })
+  | (Omit<Extract<CommitResult, { outcome: 'stale' }>, 'sessionId'> & { headSessionId: string })
+  | { outcome: 'appended'; rows: SnapshotRow[] }
+  | { outcome: 'missing' }
+  | { outcome: 'checked' };
 
 /**
  * Publishes a compaction in one statement (src/db/functions/sc_compaction_commit.sql): the new
@@ -145,9 +159,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       cooldownsMs: cooldownLadder(policy),
       checkOnly: Boolean(report?.failed),
     };
-    const { rows } = await executor.execute<{ answer: StatementAnswer | { outcome: 'missing' } | { outcome: 'checked' } }>(
-      sql`select sc_compaction_commit(${JSON.stringify(statement)}::jsonb) as answer`,
-    );
+    const { rows } = await executor.execute<{ answer: StatementResult }>(sql`select sc_compaction_commit(${JSON.stringify(statement)}::jsonb) as answer`);
     const answer = rows[0].answer;
     if (answer.outcome === 'missing') throw new SessionNotFoundError(job.lineageId);
     if (answer.outcome === 'checked') {
@@ -160,8 +172,10 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
         tokensAfter: compactedTokens + carried.reduce((sum, r) => sum + r.tokenEstimate, 0),
       };
     }
-    if (answer.outcome === 'compacted' && !answer.alreadyCommitted) return { ...answer, gateResults: report?.results, commitRetries: retries };
-    return answer;
+    if (answer.outcome === 'appended') return answer;
+    const { headSessionId, ...rest } = answer;
+    if (rest.outcome === 'stale' || rest.alreadyCommitted) return { ...rest, sessionId: headSessionId };
+    return { ...rest, sessionId: headSessionId, gateResults: report?.results, commitRetries: retries };
   };
 
   let carried: SnapshotRow[] = input.carried ?? [];

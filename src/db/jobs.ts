@@ -7,7 +7,7 @@ import { asc, and, eq, sql } from 'drizzle-orm';
 import { SessionNotFoundError } from '../errors';
 import type { Message } from '../compaction/dialects';
 import type { JsonValue } from '../compaction/json';
-import type { CompactionOutcome } from '../workflows/contract';
+import type { Answer, CompactionOutcome } from '../workflows/contract';
 import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY, settleAutoCompaction } from './auto-compaction';
 import type { Database } from './database';
 import type { LineageInfo } from './lineage-state';
@@ -107,12 +107,6 @@ export async function recordJoinedRequests(
   });
 }
 
-export interface SettledJob {
-  outcome: 'compacted' | 'aborted';
-  headSessionId: string;
-  generation: number;
-}
-
 /**
  * Records a job the workflow gave up on. Under the lineage lock, so that it is ordered with
  * any commit of the same job: a job that committed stays committed, and the answer says so,
@@ -124,7 +118,7 @@ export async function abortJob(
   model: string,
   reason: string,
   policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
-): Promise<SettledJob> {
+): Promise<Pick<Answer, 'sessionId' | 'generation'> & { outcome: 'compacted' | 'aborted' }> {
   return db.transaction(async (tx) => {
     const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
     if (!lineage) throw new SessionNotFoundError(job.lineageId);
@@ -138,7 +132,7 @@ export async function abortJob(
       })
       .returning({ outcome: compactions.outcome });
     if (row) await settleAutoCompaction(tx, job, 'failed', policy);
-    return { outcome: row ? 'aborted' : 'compacted', headSessionId: lineage.headSessionId, generation: lineage.generation };
+    return { outcome: row ? 'aborted' : 'compacted', sessionId: lineage.headSessionId, generation: lineage.generation };
   });
 }
 

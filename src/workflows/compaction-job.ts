@@ -5,9 +5,10 @@
  * module only reports it. Workflow code: deterministic.
  */
 import { ActivityFailure, ApplicationFailure, isCancellation, patched, proxyActivities, proxyLocalActivities, rootCause } from '@temporalio/workflow';
-import type { CompactionActivities, JobResult } from '../activities/compaction';
-import type { CompactionMode } from './contract';
-import type { Answer, Job } from './lineage-queue';
+import type { CompactionActivities } from '../activities/compaction';
+import type { Answer, CompactionMode } from './contract';
+import { readJobAnswer, type RecordedAnswer } from './job-answer';
+import type { Job } from './lineage-queue';
 import { PATCH_RECORD_JOINED_REQUESTS } from './patches';
 import type { LineageSettings } from './settings';
 
@@ -80,7 +81,8 @@ async function decide(job: Job, { lineageId, mode, generation, settings }: JobCo
       nonRetryableErrorTypes: NON_RETRYABLE,
     },
   });
-  let result: JobResult | undefined;
+  // Read as any release recorded it (job-answer.ts).
+  let result: RecordedAnswer | undefined;
   try {
     result = await compactSession({
       ...base,
@@ -94,8 +96,8 @@ async function decide(job: Job, { lineageId, mode, generation, settings }: JobCo
     const reason = `${failedPart(error)} failed: ${rootCause(error) ?? 'unknown failure'}`;
     // A lost attempt may have committed before the abort was recorded: Postgres decides.
     // (Histories recorded before this returned a value replay with `undefined`, and before
-    // it returned a JobResult with no reason or previous session: the answer is the same.)
-    let settled: JobResult | undefined;
+    // it returned a result with no reason or previous session: the answer is the same.)
+    let settled: RecordedAnswer | undefined;
     try {
       settled = await jobBookkeeping.recordAbortedCompaction({
         ...base,
@@ -118,7 +120,7 @@ async function decide(job: Job, { lineageId, mode, generation, settings }: JobCo
     const previousSessionId = settled.previousSessionId ?? (mode === 'rotate' ? job.headSessionId : undefined);
     result = settled.outcome === 'compacted' ? { ...settled, previousSessionId } : { ...settled, reason };
   }
-  return toAnswer(result);
+  return readJobAnswer(result);
 }
 
 /** Which part of a job failed, from the activity's failure type: the summariser, or the job's own reads and writes. */
@@ -127,20 +129,4 @@ function failedPart(error: ActivityFailure): string {
   if (type?.startsWith('Summariser')) return 'summariser';
   if (type === 'DatabaseError') return 'database';
   return 'compaction';
-}
-
-/** The answer every request of the job gets: the wire result, without its request id. */
-function toAnswer(result: JobResult): Answer {
-  return {
-    outcome: result.outcome,
-    sessionId: result.headSessionId,
-    previousSessionId: result.previousSessionId,
-    generation: result.generation,
-    reason: result.reason,
-    ...(result.gate ? { gate: result.gate } : {}),
-    tokensBefore: result.tokensBefore,
-    tokensAfter: result.tokensAfter,
-    messagesBefore: result.messagesBefore,
-    messagesAfter: result.messagesAfter,
-  };
 }

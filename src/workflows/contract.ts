@@ -70,8 +70,12 @@ export interface CompactRequest {
 
 export type CompactionOutcome = 'compacted' | 'stale' | 'refused' | 'aborted';
 
-export interface CompactResult {
-  requestId: string;
+/**
+ * What a compaction job decided: the answer every request it served gets, in every layer (the
+ * job activities return it, the queue hands it out, the wire adds the request id). The head is
+ * `sessionId` throughout.
+ */
+export interface Answer {
   outcome: CompactionOutcome;
   /** The head after the call. */
   sessionId: string;
@@ -85,6 +89,11 @@ export interface CompactResult {
   tokensAfter?: number;
   messagesBefore?: number;
   messagesAfter?: number;
+}
+
+/** What a caller in any language gets for one request (docs/wire-contract.md). */
+export interface CompactResult extends Answer {
+  requestId: string;
 }
 
 export interface QueuedRequestView {

@@ -6,13 +6,10 @@
  * (test/unit/lineage-queue.test.ts). Workflow-safe: no I/O, no clock, no randomness (request ids
  * and job ids are made by the caller).
  */
-import type { CarriedState, CompactRequest, CompactResult, CompactionOutcome, CompactionTrigger, LineageState, RequestStatus } from './contract';
+import type { Answer, CarriedState, CompactRequest, CompactResult, CompactionOutcome, CompactionTrigger, LineageState, RequestStatus } from './contract';
 
 /** A request the queue holds: its id and trigger are settled at admission. */
 export type QueuedRequest = CarriedState['queue'][number];
-
-/** The answer a request gets; every request of one job gets the same one. */
-export type Answer = Omit<CompactResult, 'requestId'>;
 
 /** One compaction of one head, for the requests it answers (the first one started it). */
 export interface Job {

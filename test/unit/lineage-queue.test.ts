@@ -6,8 +6,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { CompactRequest, CompactResult, CompactionTrigger } from '../../src/workflows/contract';
-import { type Answer, type Job, LineageQueue, REMEMBERED_ANSWERS } from '../../src/workflows/lineage-queue';
+import type { Answer, CompactRequest, CompactResult, CompactionTrigger } from '../../src/workflows/contract';
+import { type Job, LineageQueue, REMEMBERED_ANSWERS } from '../../src/workflows/lineage-queue';
 
 const ROOT = 'root';
 const gen = (n: number) => (n === 0 ? ROOT : `${ROOT}--g${n}`);
