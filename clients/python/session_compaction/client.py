@@ -51,6 +51,7 @@ from .errors import (
     InvalidInputError,
     LineageClosedError,
     RequestLostError,
+    SessionCompactionError,
     from_failure,
     from_sql_error,
 )
@@ -520,19 +521,38 @@ class SessionsClient:
         force: bool | None = None,
         request_id: str | None = None,
         background: bool | None = None,
+        timeout: float | None = None,
         unreachable_timeout: float = 120.0,
     ) -> dict[str, Any]:
         """Compacts the session if it is still its lineage's head, by the ``compact`` Update;
         at the server's in-flight Update limit the same request goes as a signal and its
         answer is read by query. Answers with the result and ``messages``, the head's
-        messages exactly as appended (as ``transcript``)."""
+        messages exactly as appended (as ``transcript``). Waits at most ``timeout`` seconds
+        (default COMPACTION_CALL_TIMEOUT_MS) for the answer, as the TypeScript client's
+        ``timeoutMs``: past it, CallTimeoutError with the request id (the request may still
+        complete: ``wait_for_result`` it)."""
+        if timeout is not None and not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout > 0):
+            raise InvalidInputError("timeout", "must be a positive number of seconds")
+        limit = self.config.call_timeout_ms / 1000 if timeout is None else float(timeout)
         raw = {"sessionId": session_id, "requestId": request_id or str(uuid.uuid4()), "focusTopic": focus_topic, "force": force, "background": background}
         request = check_compact_request(raw)
         lineage = await self.lineage(request["sessionId"])
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
+        try:
+            result = await asyncio.wait_for(self._compact_until_answered(lineage, request, request_id is not None, unreachable_timeout), limit)
+        except asyncio.TimeoutError as error:
+            if isinstance(error, SessionCompactionError):
+                raise
+            raise CallTimeoutError(request["requestId"], f"the deadline ({limit:g} s) passed before the answer came") from None
+        transcript = await self.transcript(result["sessionId"])
+        return result | {"messages": transcript["messages"]}
+
+    async def _compact_until_answered(self, lineage: Mapping[str, Any], request: dict[str, Any], answered_before: bool, unreachable_timeout: float) -> dict[str, Any]:
+        """The compact Update until it is answered: sent again when the run ended before it
+        answered, or while Temporal is unreachable (for ``unreachable_timeout`` seconds)."""
         # A request id answered already (perhaps by a run that is gone) is answered from Postgres.
-        result = await self.recorded_answer(lineage["lineageId"], request["requestId"]) if request_id else None
+        result = await self.recorded_answer(lineage["lineageId"], request["requestId"]) if answered_before else None
         deadline = time.monotonic() + unreachable_timeout
         delay = 0.2
         resends = 0
@@ -560,8 +580,7 @@ class SessionsClient:
                     raise
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
-        transcript = await self.transcript(result["sessionId"])
-        return result | {"messages": transcript["messages"]}
+        return result
 
     async def _compact_by_update(self, lineage: Mapping[str, Any], request: dict[str, Any]) -> dict[str, Any]:
         operation = WithStartWorkflowOperation(

@@ -68,6 +68,8 @@ class Config:
     database_pool_size: int = 10
     #: A pending auto-compaction request older than this counts as lost (AUTO_COMPACTION_RESEND_MS).
     auto_compaction_resend_ms: int = 5 * 60_000
+    #: How long compact() waits by default before CallTimeoutError (COMPACTION_CALL_TIMEOUT_MS).
+    call_timeout_ms: int = 60 * 60_000
 
 
 def load_config(env: Mapping[str, str] | None = None) -> Config:
@@ -105,6 +107,7 @@ def load_config(env: Mapping[str, str] | None = None) -> Config:
         max_message_chars=_int(env, "MAX_MESSAGE_CHARS", 200_000),
         max_append_chars=_int(env, "MAX_APPEND_CHARS", 2_000_000),
         auto_compaction_resend_ms=_int(env, "AUTO_COMPACTION_RESEND_MS", 5 * 60_000),
+        call_timeout_ms=_int(env, "COMPACTION_CALL_TIMEOUT_MS", 60 * 60_000),
     )
 
 

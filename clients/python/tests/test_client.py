@@ -320,6 +320,37 @@ async def test_a_wait_is_bounded(client):
     assert isinstance(timed_out.value, TimeoutError)
 
 
+async def test_a_compact_past_its_deadline_is_call_timeout_error_and_still_completes(client):
+    """As the TypeScript client's compact timeoutMs: the summary takes longer than the
+    deadline (the fake summariser answers after 300 ms), so the call ends with CallTimeoutError
+    naming the request id, and the request still completes, once."""
+    sid = unique_id("py-compact-timeout")
+    await client.create_session(sid)
+    await client.append(sid, conversation(10))
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(sc.CallTimeoutError, match=r"the deadline \(0.05 s\) passed before the answer came") as timed_out:
+        await client.compact(sid, force=True, timeout=0.05)
+    assert asyncio.get_running_loop().time() - started < 10
+    request_id = timed_out.value.request_id
+    assert request_id
+    answer = await client.wait_for_result(sid, request_id, timeout=120)
+    assert (answer["outcome"], answer["generation"]) == ("compacted", 1)
+    # The same request id again is answered, not run again.
+    again = await client.compact(sid, request_id=request_id, timeout=60)
+    assert (again["outcome"], again["sessionId"], again["generation"]) == ("compacted", answer["sessionId"], 1)
+    assert (await client.lineage(sid))["generation"] == 1
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), True, "5"])
+async def test_a_compact_timeout_that_is_not_a_positive_number_is_refused(client, timeout):
+    sid = unique_id("py-compact-bad-timeout")
+    await client.create_session(sid)
+    await client.append(sid, conversation(10))
+    with pytest.raises(sc.InvalidInputError, match="invalid timeout: must be a positive number of seconds"):
+        await client.compact(sid, force=True, timeout=timeout)
+    assert (await client.lineage(sid))["generation"] == 0
+
+
 async def test_a_close_past_its_deadline_is_call_timeout_error(client):
     """As the TypeScript client's closeSession: CallTimeoutError, not a bare TimeoutError; the close was sent and still lands."""
     sid = unique_id("py-close-timeout")

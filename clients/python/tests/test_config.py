@@ -24,6 +24,14 @@ def test_plaintext_by_default():
     assert temporal_connect_options(config) == {"namespace": "default"}
 
 
+def test_the_call_timeout_is_the_typescript_clients():
+    """COMPACTION_CALL_TIMEOUT_MS bounds compact() as it bounds the TypeScript client's calls (default one hour)."""
+    assert load_config({}).call_timeout_ms == 3_600_000
+    assert load_config({"COMPACTION_CALL_TIMEOUT_MS": "90000"}).call_timeout_ms == 90_000
+    with pytest.raises(ConnectionConfigError, match="COMPACTION_CALL_TIMEOUT_MS"):
+        load_config({"COMPACTION_CALL_TIMEOUT_MS": "soon"})
+
+
 def test_tls_mtls_and_api_key(pki):
     env = {
         "TEMPORAL_ADDRESS": "ns.acct.tmprl.cloud:7233",
