@@ -45,8 +45,10 @@ export function parseWholeNumber(value: unknown, field: string, range: WholeNumb
 }
 
 /**
- * A compaction threshold as typed: tokens (a whole number, 1..MAX_INT32) or a share of the
- * context window, `N%` with 0 < N <= 100 (N may have decimals: `12.5%`).
+ * A compaction threshold (`compactAt`, `--compact-at`): tokens (a whole number,
+ * 1..MAX_INT32, as a number or plain digits) or a share of the context window, `N%` with
+ * 0 < N <= 100 (N may have decimals: `12.5%`). The one parser of thresholds: the CLI's flag
+ * and createSession's option (src/client/thresholds.ts) both go through it.
  */
 export function parseCompactAt(value: unknown, field = '--compact-at'): number | `${number}%` {
   const percent = typeof value === 'string' ? PERCENT.exec(value) : null;
@@ -55,7 +57,8 @@ export function parseCompactAt(value: unknown, field = '--compact-at'): number |
     if (!(share > 0 && share <= 100)) throw new InvalidInputError(field, `a percentage must be above 0 and at most 100, got ${shown(value)}`);
     return `${share}%`;
   }
-  if (typeof value === 'string' && DECIMAL.test(value)) return parseWholeNumber(value, field);
+  const tokens = typeof value === 'number' ? value : typeof value === 'string' && DECIMAL.test(value) ? Number(value) : Number.NaN;
+  if (Number.isSafeInteger(tokens) && tokens >= 1 && tokens <= MAX_INT32) return tokens;
   throw new InvalidInputError(field, `must be a whole number of tokens from 1 to ${MAX_INT32} or a percentage such as 80%, got ${shown(value)}`);
 }
 

@@ -1,9 +1,10 @@
-/** The auto-compaction threshold and context window createSession stores (src/client/thresholds.ts): a table of what is taken and what is refused. */
+/** The auto-compaction threshold and context window createSession stores (src/client/thresholds.ts, parsed by parseCompactAt as the CLI's flag is): a table of what is taken and what is refused. */
 import { describe, expect, it } from 'vitest';
 import { resolveContextWindow, resolveThreshold } from '../../src/client/thresholds';
 import { InvalidInputError } from '../../src/errors';
 
-const NOT_A_THRESHOLD = 'invalid compactAt: must be a whole number of tokens from 1 to 2147483647 or a percentage such as "80%"';
+const NOT_A_THRESHOLD = 'invalid compactAt: must be a whole number of tokens from 1 to 2147483647 or a percentage such as 80%, got ';
+const NOT_A_SHARE = 'invalid compactAt: a percentage must be above 0 and at most 100, got ';
 
 describe('resolveThreshold', () => {
   it.each<[number | string | undefined, number | undefined, number | undefined]>([
@@ -37,11 +38,22 @@ describe('resolveThreshold', () => {
     ['80 %', 1000, NOT_A_THRESHOLD],
     ['-5%', 1000, NOT_A_THRESHOLD],
     [null, undefined, NOT_A_THRESHOLD],
-    ['0%', 1000, 'invalid compactAt: a percentage must be above 0 and at most 100'],
-    ['100.5%', 1000, 'invalid compactAt: a percentage must be above 0 and at most 100'],
+    ['0%', 1000, NOT_A_SHARE],
+    ['100.5%', 1000, NOT_A_SHARE],
     ['80%', undefined, 'invalid compactAt: a percentage needs the context window: pass contextWindow, or a model whose window is known'],
   ])('refuses %j (window %j): %s', (compactAt, contextWindow, message) => {
-    expect(() => resolveThreshold(compactAt as string, contextWindow)).toThrow(new InvalidInputError('compactAt', message.replace('invalid compactAt: ', '')));
+    const refusal = (() => {
+      try {
+        resolveThreshold(compactAt as string, contextWindow);
+      } catch (error) {
+        return error;
+      }
+      throw new Error(`${JSON.stringify(compactAt)} was taken`);
+    })();
+    expect(refusal).toBeInstanceOf(InvalidInputError);
+    expect((refusal as InvalidInputError).field).toBe('compactAt');
+    // The CLI's messages (parseCompactAt), which end with what was given.
+    expect((refusal as Error).message.startsWith(message)).toBe(true);
   });
 });
 
