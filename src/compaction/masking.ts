@@ -21,6 +21,11 @@ const carriesThinking = (m: Message) =>
 /** How every placeholder opens: an output already masked is not masked again. */
 export const MASK_PREFIX = '[tool output masked by session-compaction:';
 
+/** True when the message holds a tool output the masking rung replaced by its placeholder. */
+export function isMaskedOutput(dialect: Dialect, message: Message): boolean {
+  return dialect.toolResults(message).some((r) => r.text.startsWith(MASK_PREFIX));
+}
+
 /** The placeholder for one result: its size, its tool, its outcome, and where the original is. */
 function maskPlaceholder(result: ToolResult, toolName: string | undefined): string {
   const outcome = outcomeOf(result.text, result.isError);

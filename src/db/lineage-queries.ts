@@ -10,6 +10,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { dialectOf, type DialectName, type Message } from '../compaction/dialects';
 import { canonicalJson } from '../compaction/json';
+import { isMaskedOutput } from '../compaction/masking';
 import { CompactionNotFoundError, InvalidInputError, SessionNotFoundError } from '../errors';
 import type { Database } from './database';
 import { audit, type AuditReport } from './session-store';
@@ -245,14 +246,16 @@ async function sessionRows(db: Database, sessionId: string): Promise<TranscriptR
 }
 
 /** Where a row of the result came from, relative to the parent transcript. */
-type RowKind = 'summary' | 'kept' | 'carried' | 'appended';
+type RowKind = 'summary' | 'kept' | 'masked' | 'carried' | 'appended';
+/** Where a parent row went: into the summary, kept verbatim, replaced by a masking placeholder, or appended after the snapshot. */
+type RowFate = 'summarised' | 'kept' | 'masked' | 'after-watermark' | 'unknown';
 
 export interface CompactionDetail {
   compaction: CompactionView;
   /** The lineage's dialect: how to read each row's `message` (src/compaction/dialects). */
   dialect: DialectName;
   /** The transcript the compaction read: the parent's rows (in place: the rows it archived and kept). */
-  parent: Array<TranscriptRow & { fate: 'summarised' | 'kept' | 'after-watermark' | 'unknown' }>;
+  parent: Array<TranscriptRow & { fate: RowFate }>;
   /** The rows the compaction wrote into the new head, with where each came from. */
   result: Array<TranscriptRow & { kind: RowKind }>;
   /** The summary text (of the first row the compaction wrote as its summary). */
@@ -264,7 +267,9 @@ export interface CompactionDetail {
 /**
  * One compaction: its row, the parent transcript and the rows it produced, each row marked
  * with where it went. Kept and carried rows are matched by content (the kept head and tail)
- * or by origin id (carried copies); the summary is the row that copies nothing.
+ * or by origin id (carried copies); the summary is the row that copies nothing; a masking
+ * placeholder is a row that copies nothing and holds a masked tool output, and in a masking
+ * compaction the parent rows it did not keep are the ones it masked (it summarises nothing).
  */
 export async function compactionDetail(db: Database, compactionId: string): Promise<CompactionDetail> {
   const found = await db.execute(sql`select to_jsonb(c) as row from compactions c where c.id = ${compactionId}`);
@@ -295,7 +300,7 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
       const source = parentByOrigin.get(r.originMessageId);
       // Rows appended after the snapshot's watermark were carried in at commit.
       if (!source || afterWatermark(source)) kind = 'carried';
-    }
+    } else if (isMaskedOutput(dialect, r.message)) kind = 'masked';
     return { ...r, kind };
   });
   const keptOrigins = new Set(result.filter((r) => r.kind === 'kept' && r.originMessageId != null).map((r) => r.originMessageId!));
@@ -303,13 +308,13 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
   const keptByContent = new Map<string, number>();
   for (const r of result) if (r.kind === 'kept' && r.originMessageId == null) keptByContent.set(keyOf(r), (keptByContent.get(keyOf(r)) ?? 0) + 1);
   const parent = parentRows.map((r) => {
-    let fate: 'summarised' | 'kept' | 'after-watermark' | 'unknown' = 'unknown';
+    let fate: RowFate = 'unknown';
     if (afterWatermark(r)) fate = 'after-watermark';
     else if (keptOrigins.has(originOf(r))) fate = 'kept';
     else if ((keptByContent.get(keyOf(r)) ?? 0) > 0) {
       fate = 'kept';
       keptByContent.set(keyOf(r), keptByContent.get(keyOf(r))! - 1);
-    } else if (compaction.outcome === 'compacted') fate = 'summarised';
+    } else if (compaction.outcome === 'compacted') fate = compaction.rung === 'masking' ? 'masked' : 'summarised';
     return { ...r, fate };
   });
   const fromRow = typeof raw.summarised_from_seq === 'number' ? raw.summarised_from_seq : null;

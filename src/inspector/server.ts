@@ -62,8 +62,8 @@ th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:1em}
 .msg{border:1px solid #ddd;background:#fff;margin:.3em 0;padding:.3em .5em;white-space:pre-wrap;word-break:break-word}
 .msg .meta{font-size:12px;color:#555}
-.fate-summarised{background:#fff4e5}.fate-kept{background:#e6ffec}.fate-after-watermark{background:#e7f0ff}
-.kind-summary{background:#fff4e5;border-color:#d4a72c}.kind-kept{background:#e6ffec}.kind-carried{background:#e7f0ff}
+.fate-summarised{background:#fff4e5}.fate-kept{background:#e6ffec}.fate-masked{background:#eeeeee}.fate-after-watermark{background:#e7f0ff}
+.kind-summary{background:#fff4e5;border-color:#d4a72c}.kind-kept{background:#e6ffec}.kind-masked{background:#eeeeee}.kind-carried{background:#e7f0ff}
 form.filters{display:flex;gap:.5em;flex-wrap:wrap;margin-bottom:1em}
 .live{background:#fff;border:1px solid #ddd;padding:.5em 1em}
 code{background:#f0f0f0;padding:0 .2em}
@@ -180,9 +180,9 @@ ${c.rung === 'masking' ? html`<p id="rung">masking rung: old tool outputs were r
 <div class="msg kind-summary" id="summary">${detail.summary ?? '(no summary: the compaction did not commit)'}</div>
 ${c.ledger ? html`<h2>Ledger</h2><p>what the compaction kept deterministically, as JSON (the summary renders it for the agent)</p><pre class="msg" id="ledger">${JSON.stringify(c.ledger, null, 2)}</pre>` : ''}
 <div class="cols">
-<section><h2>Parent transcript</h2><p>orange: summarised · green: kept verbatim · blue: appended during the summary, carried in</p>
+<section><h2>Parent transcript</h2><p>orange: summarised · green: kept verbatim · grey: its tool output masked (the original stays archived) · blue: appended during the summary, carried in</p>
 <div id="parent">${detail.parent.map((r) => messageBlock(r, r.fate, `fate-${r.fate}`))}</div></section>
-<section><h2>What the compaction wrote</h2><p>orange: the summary · green: kept verbatim · blue: carried in</p>
+<section><h2>What the compaction wrote</h2><p>orange: the summary · green: kept verbatim · grey: a masking placeholder · blue: carried in</p>
 <div id="result">${detail.result.map((r) => messageBlock(r, r.kind, `kind-${r.kind}`))}</div></section>
 </div>`,
   );

@@ -85,6 +85,19 @@ describe.each(DIALECT_NAMES)('ledger and masking on the real stack (%s)', (name)
     for (const m of replaced) expect(dialect.toolResults(m).every((r) => r.text.startsWith(MASK_PREFIX))).toBe(true);
     expect(strictProviderCheck(name, dialect.forProvider(head))).toBeUndefined();
     expect((await auditRows(id)).map((r) => r.rung)).toEqual(['masking']);
+    // The operator's view (inspector, compactionDetail) says which rows were masked: the
+    // placeholders and their originals, by the test's own count, none of them "kept" or "summarised".
+    const [{ id: jobId }] = (await stack().db.db.execute(sql`select id from compactions where lineage_id = ${id} and rung = 'masking'`)).rows as Array<{
+      id: string;
+    }>;
+    const detail = await stack().client.compaction(jobId);
+    const kinds = detail.result.map((r) => r.kind);
+    expect(kinds.filter((k) => k === 'masked')).toHaveLength(replaced.length);
+    expect(detail.result.filter((r) => r.kind === 'masked').map((r) => r.message)).toEqual(replaced);
+    expect(kinds.filter((k) => k !== 'masked').every((k) => k === 'kept')).toBe(true);
+    const fates = detail.parent.map((r) => r.fate);
+    expect(fates.filter((f) => f === 'masked')).toHaveLength(replaced.length);
+    expect(fates.filter((f) => f !== 'masked').every((f) => f === 'kept')).toBe(true);
     // The originals are archived with the lineage: the audit finds nothing lost.
     const report = await stack().client.auditLineage(id);
     expect(report.lostMessages).toBe(0);
