@@ -1,7 +1,9 @@
 /**
  * A compaction job's audit row: opened (and reopened) per attempt with the fencing token, the
  * requests that joined it, and its decision when it does not commit (refused, stale,
- * aborted). The commit itself is src/db/commit.ts.
+ * aborted). The commit itself is src/db/commit.ts. Opening a job is one SQL function
+ * (sc_compaction_begin.sql: the audit row, the lineage, its ledger and the snapshot in one
+ * round trip, on every attempt's critical path); the bookkeeping after it is drizzle.
  */
 import { asc, and, eq, sql } from 'drizzle-orm';
 import { SessionNotFoundError } from '../errors';

@@ -14,8 +14,8 @@ import type { JsonValue } from '../compaction/json';
 /**
  * A jsonb column read back exactly as stored. The node driver already parses jsonb; drizzle's
  * own jsonb type parses a value that arrives as a string a second time, so a JSON text such as
- * "42" or "{\"ok\":true}" (what tools return) came back as a number or an object. This type
- * never parses twice: what is written is what is read.
+ * "42" or "{\"ok\":true}" (what tools return) would come back as a number or an object. This
+ * type never parses twice: what is written is what is read.
  */
 const jsonb = <T = JsonValue>(name: string) =>
   customType<{ data: T; driverData: unknown }>({

@@ -5,7 +5,7 @@
  * - src/db/lineage-state.ts: the lineage row and a session's rows (a compaction's snapshot);
  * - src/db/auto-compaction.ts: the threshold policy's state (cooldown ladder, pending request);
  * - src/db/jobs.ts: a compaction job's audit row and its decision when it does not commit;
- * - src/db/commit.ts: publishing a compaction in one transaction;
+ * - src/db/commit.ts: publishing a compaction in one statement, after the gates;
  * - src/db/audit.ts: the integrity audit.
  */
 export * from './audit';

@@ -714,10 +714,11 @@ class SessionsClient:
         while the server cannot be reached (polled again)."""
         try:
             statuses = await handle.query("requestStatus", [request_id])
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
+        except Exception as error:
+            # Classified as the TypeScript client does (contract/vectors/rpc-errors.json).
+            if is_workflow_not_found_error(error):
                 return {"requestId": request_id, "status": "unknown"}
-            if error.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
+            if is_transient_connection_error(error):
                 return None
             raise
         return next((s for s in statuses or [] if s.get("requestId") == request_id), {"requestId": request_id, "status": "unknown"})
@@ -725,8 +726,8 @@ class SessionsClient:
     async def _running(self, handle: Any) -> bool:
         try:
             description = await handle.describe()
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
+        except Exception as error:
+            if is_workflow_not_found_error(error):
                 return False
             raise
         return description.status is not None and description.status.name == "RUNNING"
