@@ -4,11 +4,10 @@
  * to the lineage's workflow as an Update (answered with the committed result) or a signal.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, defaultGrpcRetryOptions, type GrpcRetryOptions, makeGrpcRetryInterceptor, WithStartWorkflowOperation } from '@temporalio/client';
-import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow';
-import { optionalTsToDate } from '@temporalio/common/lib/time';
+import { Client, type Connection, WithStartWorkflowOperation } from '@temporalio/client';
 import * as queries from '../db/lineage-queries';
-import { type CompactionProgress, progressFromPendingActivity } from './progress';
+import type { CompactionProgress } from './progress';
+import { deleteWorkflowRuns, lazyClientConnection, progressOfWorkflow } from './lineage-workflow';
 import { clientTracingInterceptors, installTracingFromConfig } from '../tracing';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
 import { checkText, codePointLength } from '../compaction/text';
@@ -16,7 +15,6 @@ import { isJsonObject } from '../compaction/json';
 import { type Ledger, ledgerFrom } from '../compaction/ledger';
 import { encryptedDataConverter } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
-import { clientConnectionOptions } from '../temporal-connection';
 import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
@@ -26,7 +24,7 @@ import type { RetentionOptions } from './retention';
 import type { RetentionPolicy, RetentionTotals } from '../workflows/retention';
 import { InvalidInputError, LineageClosedError } from '../errors';
 import { deadlineOf, resendWhileUnreachable, runEndedResendDelay, sleep, withDeadline } from './deadline';
-import { isRunEndedError, isUpdateLimitError, isUpdateRefusalStatus, isWorkflowNotFoundError, typedErrorFrom } from './rpc-errors';
+import { isRunEndedError, isUpdateLimitError, typedErrorFrom } from './rpc-errors';
 import { JOIN_RUNNING_WORKFLOW, lineageStartOptions } from './start-options';
 import { resolveContextWindow, resolveThreshold } from './thresholds';
 import {
@@ -161,23 +159,8 @@ export class SessionsClient {
 
   static async connect(options: SessionsClientOptions = {}): Promise<SessionsClient> {
     const config = options.config ?? loadConfig();
-    const retry = defaultGrpcRetryOptions();
-    // The server refuses an 11th concurrent Update on one workflow with RESOURCE_EXHAUSTED.
-    // compact() handles that itself (see below), at once rather than after gRPC backoff.
-    // Lazy: the connection is made on the first call to Temporal, so the commands that read
-    // only Postgres (transcript, lineage, list, history, audit) work while Temporal is down.
-    const connection =
-      options.connection ??
-      Connection.lazy({
-        ...clientConnectionOptions(config.temporal),
-        interceptors: [
-          makeGrpcRetryInterceptor({
-            ...retry,
-            retryableDecider: (...[attempt, status]: Parameters<GrpcRetryOptions['retryableDecider']>) =>
-              !isUpdateRefusalStatus(status) && retry.retryableDecider(attempt, status),
-          }),
-        ],
-      });
+    // Lazy: the commands that read only Postgres (transcript, lineage, list, history, audit) work while Temporal is down.
+    const connection = options.connection ?? lazyClientConnection(config.temporal);
     const database = options.database ?? openDatabase(config.databaseUrl);
     const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
     installTracingFromConfig(config);
@@ -528,7 +511,7 @@ export class SessionsClient {
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, sessionId));
     await store.closeLineage(this.database.db, lineage.lineageId);
     const workflowRuns = await withDeadline(this.temporal.connection, deadline, options.signal, undefined, () =>
-      this.deleteWorkflowRuns(lineageWorkflowId(lineage.lineageId)),
+      deleteWorkflowRuns(this.temporal, this.config.temporal.namespace, lineageWorkflowId(lineage.lineageId)),
     );
     const erased = await store.eraseLineageRows(this.database.db, lineage.lineageId);
     // The id may come back as another lineage (another dialect or model).
@@ -551,32 +534,6 @@ export class SessionsClient {
     return retention.unscheduleRetention(this.temporal);
   }
 
-  /** Terminates a lineage's workflow and deletes each of its runs from Temporal; answers how many runs were deleted. */
-  private async deleteWorkflowRuns(workflowId: string): Promise<number> {
-    await this.temporal.workflow
-      .getHandle(workflowId)
-      .terminate('session lineage erased')
-      .catch((error: unknown) => {
-        if (!isWorkflowNotFoundError(error)) throw error;
-      });
-    const runs = new Set<string>();
-    for await (const run of this.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.add(run.runId);
-    const { namespace } = this.config.temporal;
-    const remove = (runId?: string) =>
-      this.temporal.workflowService.deleteWorkflowExecution({ namespace, workflowExecution: { workflowId, ...(runId ? { runId } : {}) } }).then(
-        () => true,
-        (error: unknown) => {
-          if (isWorkflowNotFoundError(error)) return false;
-          throw error;
-        },
-      );
-    let deleted = 0;
-    for (const runId of runs) if (await remove(runId)) deleted++;
-    // Visibility lags: a run the list does not show yet is the latest one.
-    if (runs.size === 0 && (await remove())) deleted++;
-    return deleted;
-  }
-
   /**
    * Waits for the answer to a request sent with requestCompaction (or by an append's
    * threshold), at most `timeoutMs` (CallTimeoutError). A request the workflow never got, or
@@ -597,7 +554,7 @@ export class SessionsClient {
   async state(sessionId: string): Promise<LineageStateWithProgress> {
     const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
     const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
-    const [state, progress] = await Promise.all([handle.query(stateQuery), this.progressOfWorkflow(lineage.lineageId)]);
+    const [state, progress] = await Promise.all([handle.query(stateQuery), progressOfWorkflow(this.temporal, lineageWorkflowId(lineage.lineageId))]);
     return progress ? { ...state, progress } : state;
   }
 
@@ -608,35 +565,7 @@ export class SessionsClient {
    */
   async progress(sessionId: string): Promise<CompactionProgress | undefined> {
     const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
-    return this.progressOfWorkflow(lineage.lineageId);
-  }
-
-  private async progressOfWorkflow(lineageId: string): Promise<CompactionProgress | undefined> {
-    const { raw } = await this.temporal.workflow.getHandle(lineageWorkflowId(lineageId)).describe();
-    const converter = this.temporal.options.loadedDataConverter;
-    for (const activity of raw.pendingActivities ?? []) {
-      let details: unknown;
-      try {
-        details = activity.heartbeatDetails?.payloads?.length ? await decodeFromPayloadsAtIndex(converter, 0, activity.heartbeatDetails.payloads) : undefined;
-      } catch {
-        details = undefined; // Undecodable (a key this client lacks): show the phase as unknown.
-      }
-      const progress = progressFromPendingActivity(
-        {
-          activityId: activity.activityId,
-          activityType: activity.activityType?.name,
-          details,
-          attempt: activity.attempt,
-          maximumAttempts: activity.maximumAttempts,
-          lastStartedTime: optionalTsToDate(activity.lastStartedTime),
-          lastHeartbeatTime: optionalTsToDate(activity.lastHeartbeatTime),
-          lastFailure: activity.lastFailure?.message,
-        },
-        Date.now(),
-      );
-      if (progress) return progress;
-    }
-    return undefined;
+    return progressOfWorkflow(this.temporal, lineageWorkflowId(lineage.lineageId));
   }
 
   /** Lineages, a page at a time (Postgres only). */
