@@ -51,7 +51,6 @@ from .errors import (
     InvalidInputError,
     LineageClosedError,
     RequestLostError,
-    SessionCompactionError,
     from_failure,
     from_sql_error,
 )
@@ -243,6 +242,43 @@ class _RunEnded(Exception):
     def __init__(self, terminated: bool) -> None:
         super().__init__("the lineage workflow run ended before it answered")
         self.terminated = terminated
+
+
+class _CallDeadline:
+    """A call's deadline, ``limit`` seconds from now: the TypeScript client's ``deadlineOf``."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.at = time.monotonic() + limit
+
+    def left(self) -> float:
+        return self.at - time.monotonic()
+
+    def passed(self) -> bool:
+        return self.left() <= 0
+
+    def timed_out(self, request_id: str) -> CallTimeoutError:
+        return CallTimeoutError(request_id, f"the deadline ({self.limit:g} s) passed before the answer came")
+
+
+def _positive_seconds(value: object, field: str) -> float:
+    """A positive, finite number of seconds (not a bool, not a string): InvalidInputError otherwise."""
+    try:
+        seconds = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:
+        seconds = math.inf
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise InvalidInputError(field, "must be a positive number of seconds")
+    return seconds
+
+
+def _reraise_cancellation() -> None:
+    """Raises CancelledError when the running task is being cancelled: the SDK reports a
+    cancelled Update as an error, which must not be taken for a failure to resend."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    if cancelling is not None and cancelling():
+        raise asyncio.CancelledError
 
 
 class SessionsClient:
@@ -531,35 +567,41 @@ class SessionsClient:
         (default COMPACTION_CALL_TIMEOUT_MS) for the answer, as the TypeScript client's
         ``timeoutMs``: past it, CallTimeoutError with the request id (the request may still
         complete: ``wait_for_result`` it)."""
-        if timeout is not None and not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and math.isfinite(timeout) and timeout > 0):
-            raise InvalidInputError("timeout", "must be a positive number of seconds")
-        limit = self.config.call_timeout_ms / 1000 if timeout is None else float(timeout)
+        limit = self.config.call_timeout_ms / 1000 if timeout is None else _positive_seconds(timeout, "timeout")
+        call = _CallDeadline(limit)
         raw = {"sessionId": session_id, "requestId": request_id or str(uuid.uuid4()), "focusTopic": focus_topic, "force": force, "background": background}
         request = check_compact_request(raw)
         lineage = await self.lineage(request["sessionId"])
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
+        # The SDK turns a cancelled Update poll into WorkflowUpdateRPCTimeoutOrCancelledError,
+        # so wait_for alone cannot end the call: the loop checks the deadline itself too.
         try:
-            result = await asyncio.wait_for(self._compact_until_answered(lineage, request, request_id is not None, unreachable_timeout), limit)
-        except asyncio.TimeoutError as error:
-            if isinstance(error, SessionCompactionError):
+            result = await asyncio.wait_for(self._compact_until_answered(lineage, request, bool(request_id), call, unreachable_timeout), call.left())
+        except asyncio.TimeoutError:
+            if not call.passed():
                 raise
-            raise CallTimeoutError(request["requestId"], f"the deadline ({limit:g} s) passed before the answer came") from None
+            raise call.timed_out(request["requestId"]) from None
         transcript = await self.transcript(result["sessionId"])
         return result | {"messages": transcript["messages"]}
 
-    async def _compact_until_answered(self, lineage: Mapping[str, Any], request: dict[str, Any], answered_before: bool, unreachable_timeout: float) -> dict[str, Any]:
+    async def _compact_until_answered(
+        self, lineage: Mapping[str, Any], request: dict[str, Any], answered_before: bool, call: _CallDeadline, unreachable_timeout: float
+    ) -> dict[str, Any]:
         """The compact Update until it is answered: sent again when the run ended before it
-        answered, or while Temporal is unreachable (for ``unreachable_timeout`` seconds)."""
+        answered, or while Temporal is unreachable (for ``unreachable_timeout`` seconds), never
+        past the call's deadline (CallTimeoutError)."""
         # A request id answered already (perhaps by a run that is gone) is answered from Postgres.
         result = await self.recorded_answer(lineage["lineageId"], request["requestId"]) if answered_before else None
-        deadline = time.monotonic() + unreachable_timeout
+        deadline = min(time.monotonic() + unreachable_timeout, call.at)
         delay = 0.2
         resends = 0
         while result is None:
             try:
-                result = await self._compact_by_update(lineage, request)
+                result = await self._compact_by_update(lineage, request, call)
             except _RunEnded as ended:
+                if call.passed():
+                    raise call.timed_out(request["requestId"]) from None
                 # The run ended before it answered (closed, erased, terminated, or continued as
                 # new under load), as the TypeScript client: closed or erased meanwhile is said
                 # so (LineageClosedError, SessionNotFoundError) instead of starting runs.
@@ -576,13 +618,16 @@ class SessionsClient:
                 resends += 1
                 result = await self.recorded_answer(lineage["lineageId"], request["requestId"])
             except Exception as error:
+                _reraise_cancellation()
+                if call.passed():
+                    raise call.timed_out(request["requestId"]) from error
                 if not is_transient_connection_error(error) or time.monotonic() + delay > deadline:
                     raise
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
         return result
 
-    async def _compact_by_update(self, lineage: Mapping[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    async def _compact_by_update(self, lineage: Mapping[str, Any], request: dict[str, Any], call: _CallDeadline) -> dict[str, Any]:
         operation = WithStartWorkflowOperation(
             WORKFLOW_TYPE,
             self._start_input(lineage),
@@ -591,7 +636,9 @@ class SessionsClient:
         )
         try:
             try:
-                return await self._update_client.execute_update_with_start_workflow("compact", request, start_workflow_operation=operation)
+                return await self._update_client.execute_update_with_start_workflow(
+                    "compact", request, start_workflow_operation=operation, rpc_timeout=timedelta(seconds=max(call.left(), 0.001))
+                )
             except Exception:
                 # The operation's start handle carries the same error; read it so asyncio
                 # does not log it as never retrieved.
@@ -615,7 +662,7 @@ class SessionsClient:
             self.update_limit_fallbacks += 1
             handle = self.temporal.get_workflow_handle(lineage_workflow_id(lineage["lineageId"]))
             await handle.signal("requestCompaction", request | {"trigger": "update"})
-            return await self._await_answer(lineage["lineageId"], request["requestId"], timeout=None)
+            return await self._await_answer(lineage["lineageId"], request["requestId"], timeout=max(call.left(), 0.001))
 
     async def _terminated(self, operation: WithStartWorkflowOperation[Any, Any]) -> bool:
         """Whether the run an Update went to was terminated (or is gone already: erased)."""

@@ -12,6 +12,8 @@ import pytest
 from psycopg.types.json import Jsonb
 
 import session_compaction as sc
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+
 from session_compaction import (
     BackgroundCompactionRejectedError,
     HistoryMismatchError,
@@ -19,6 +21,8 @@ from session_compaction import (
     LineageClosedError,
     SessionConflictError,
     SessionNotFoundError,
+    SessionsClient,
+    load_config,
 )
 
 from .conftest import PROJECT_ROOT, conversation, unique_id, vectors
@@ -341,7 +345,58 @@ async def test_a_compact_past_its_deadline_is_call_timeout_error_and_still_compl
     assert (await client.lineage(sid))["generation"] == 1
 
 
-@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), True, "5"])
+class _UpdateThatSwallowsCancellation:
+    """What temporalio's Update poll does when its task is cancelled: it raises
+    WorkflowUpdateRPCTimeoutOrCancelledError instead (temporalio/client/_workflow.py), which
+    reads as a transient error. Every send hangs until then."""
+
+    def __init__(self) -> None:
+        self.sends = 0
+
+    async def execute_update_with_start_workflow(self, *args, **kwargs):
+        self.sends += 1
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise WorkflowUpdateRPCTimeoutOrCancelledError() from None
+
+
+def _client_with_update(update_client) -> SessionsClient:
+    """A SessionsClient whose lineage reads are answered in memory and whose Updates go to ``update_client``."""
+    client = SessionsClient(load_config({}), temporal=None, db=None, settings={}, update_client=update_client)  # type: ignore[arg-type]
+
+    async def lineage(session_id):
+        return {"lineageId": session_id, "headSessionId": session_id, "generation": 0, "mode": "rotate", "closed": False}
+
+    client.lineage = lineage  # type: ignore[method-assign]
+    return client
+
+
+async def test_a_compact_deadline_holds_when_the_sdk_turns_the_cancellation_into_an_error():
+    """No stack: the Update never answers, and cancelling it makes the SDK raise an error that
+    reads as transient. The call still ends at its deadline with CallTimeoutError (not a
+    resend until the unreachable bound), and a caller's own cancellation stays a cancellation."""
+    update = _UpdateThatSwallowsCancellation()
+    client = _client_with_update(update)
+    # Waited on without cancelling it (a call that ignores cancellation would hang the test).
+    timed = asyncio.ensure_future(client.compact("py-swallow", timeout=0.3, unreachable_timeout=30))
+    await asyncio.wait({timed}, timeout=10)
+    assert timed.done(), "compact ran on past its deadline"
+    with pytest.raises(sc.CallTimeoutError, match=r"the deadline \(0.3 s\) passed before the answer came"):
+        timed.result()
+    assert update.sends == 1
+
+    cancelled = asyncio.ensure_future(client.compact("py-swallow", timeout=60, unreachable_timeout=30))
+    while update.sends < 2:
+        await asyncio.sleep(0.01)
+    cancelled.cancel()
+    await asyncio.wait({cancelled}, timeout=10)
+    assert cancelled.done(), "compact went on after its caller cancelled it"
+    assert cancelled.cancelled()
+    assert update.sends == 2
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), 10**400, True, "5"])
 async def test_a_compact_timeout_that_is_not_a_positive_number_is_refused(client, timeout):
     sid = unique_id("py-compact-bad-timeout")
     await client.create_session(sid)
