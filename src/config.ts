@@ -267,6 +267,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     autoCompaction: {
       cooldownsMs: msListFrom(env, 'AUTO_COMPACTION_COOLDOWNS_MS', DEFAULT_AUTO_COMPACTION_POLICY.cooldownsMs),
       resendAfterMs: intFrom(env, 'AUTO_COMPACTION_RESEND_MS', DEFAULT_AUTO_COMPACTION_POLICY.resendAfterMs),
+      maxFollowUps: intFrom(env, 'AUTO_COMPACTION_MAX_FOLLOW_UPS', DEFAULT_AUTO_COMPACTION_POLICY.maxFollowUps),
     },
   };
 }

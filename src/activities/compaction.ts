@@ -374,6 +374,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
       tokensAfter: committed.tokensAfter,
       messagesBefore,
       messagesAfter: committed.messagesAfter,
+      ...(committed.followUpRequestId ? { followUpRequestId: committed.followUpRequestId } : {}),
     };
   }
 

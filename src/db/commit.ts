@@ -70,6 +70,8 @@ export type CommitResult =
       gateResults?: Record<string, string>;
       /** How many times the commit found rows the gates had not seen and gated again. */
       commitRetries?: number;
+      /** The follow-up compaction the commit asked for: it shrank the head, still at or above the threshold. */
+      followUpRequestId?: string;
     }
   | { outcome: 'stale'; sessionId: string; generation: number; reason: string }
   | { outcome: 'refused'; reason: string; gate: string; gateResults: Record<string, string>; tokensAfter: number };
@@ -157,6 +159,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       ledger: input.ledger ?? null,
       commitRetries: retries,
       cooldownsMs: cooldownLadder(policy),
+      maxFollowUps: Math.max(0, Math.round(policy.maxFollowUps)),
       checkOnly: Boolean(report?.failed),
     };
     const { rows } = await executor.execute<{ answer: StatementResult }>(sql`select sc_compaction_commit(${JSON.stringify(statement)}::jsonb) as answer`);

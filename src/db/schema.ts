@@ -53,8 +53,14 @@ export const lineages = pgTable(
     /** The generation that request was for: a commit moves on, which ends it as pending. */
     autoRequestGeneration: integer('auto_request_generation'),
     autoRequestedAt: timestamp('auto_requested_at', { withTimezone: true }),
-    /** Consecutive jobs that were refused, aborted or left the head above the threshold: the cooldown ladder's step. */
+    /** Consecutive jobs that were refused, aborted, or left the head above the threshold by themselves: the cooldown ladder's step. */
     autoFailures: integer('auto_failures').notNull().default(0),
+    /**
+     * Follow-up compactions asked in a row by commits that shrank the head but left it at or
+     * above the threshold with the rows appended meanwhile (src/db/functions/sc_compaction_commit.sql):
+     * past AutoCompactionPolicy.maxFollowUps none is asked at once. A commit under the threshold resets it.
+     */
+    autoFollowUps: integer('auto_follow_ups').notNull().default(0),
     /** No auto-compaction is requested before this time. */
     autoCooldownUntil: timestamp('auto_cooldown_until', { withTimezone: true }),
     /** The ledger of the current head (src/compaction/ledger.ts): the next compaction merges it into its own. */
@@ -170,6 +176,8 @@ export const compactions = pgTable(
     rung: text('rung', { enum: ['summary', 'masking'] }),
     /** The ledger the compaction committed (src/compaction/ledger.ts). */
     ledger: jsonb('ledger'),
+    /** The follow-up compaction this commit asked for at once: it shrank the head, which is still at or above the threshold. */
+    followUpRequestId: text('follow_up_request_id'),
   },
   (t) => [
     check('compactions_rung_known', sql`${t.rung} is null or ${t.rung} in ('summary', 'masking')`),

@@ -89,6 +89,11 @@ export interface Answer {
   tokensAfter?: number;
   messagesBefore?: number;
   messagesAfter?: number;
+  /**
+   * A committed compaction that shrank the head but left it at or above the threshold (rows
+   * appended while it ran): the follow-up request it queued, which runs next.
+   */
+  followUpRequestId?: string;
 }
 
 /** What a caller in any language gets for one request (docs/wire-contract.md). */

@@ -28,6 +28,7 @@ export function readJobAnswer(recorded: RecordedAnswer): Answer {
     tokensAfter: recorded.tokensAfter,
     messagesBefore: recorded.messagesBefore,
     messagesAfter: recorded.messagesAfter,
+    ...(recorded.followUpRequestId ? { followUpRequestId: recorded.followUpRequestId } : {}),
   };
 }
 

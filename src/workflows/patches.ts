@@ -17,3 +17,9 @@ export const PATCH_CHECK_CLOSED_AT_START = 'check-closed-at-start';
 export const PATCH_RECORD_JOINED_REQUESTS = 'record-joined-requests';
 /** Signals are checked with the text rule and code-point sizes, as Updates and the clients are. */
 export const PATCH_TEXT_RULE_ON_SIGNALS = 'text-rule-on-signals';
+/**
+ * A commit that shrank the head but left it at or above the threshold names a follow-up
+ * request, which the workflow queues at once (a busy lineage keeps compacting). Results of
+ * earlier releases name none, so their histories never reach this patch.
+ */
+export const PATCH_FOLLOW_UP_COMPACTION = 'follow-up-compaction';

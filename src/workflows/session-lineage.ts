@@ -27,7 +27,13 @@ import { InvalidInputError, LineageClosedError } from '../errors';
 import { lineageActivities, runCompactionJob } from './compaction-job';
 import * as contract from './contract';
 import { LineageQueue } from './lineage-queue';
-import { PATCH_CHECK_CLOSED_AT_START, PATCH_CLOSE_MARKS_LINEAGE, PATCH_CONTINUE_AS_NEW_UNDER_LOAD, PATCH_TEXT_RULE_ON_SIGNALS } from './patches';
+import {
+  PATCH_CHECK_CLOSED_AT_START,
+  PATCH_CLOSE_MARKS_LINEAGE,
+  PATCH_CONTINUE_AS_NEW_UNDER_LOAD,
+  PATCH_FOLLOW_UP_COMPACTION,
+  PATCH_TEXT_RULE_ON_SIGNALS,
+} from './patches';
 import { CompactionCount, SessionHead } from './search-attributes';
 import { DEFAULT_LINEAGE_SETTINGS, type LineageSettings } from './settings';
 
@@ -141,6 +147,11 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
     const answer = await runCompactionJob(job, { lineageId, mode, generation: queue.generation, settings });
     if (answer.outcome === 'compacted') commitsThisRun++;
     queue.finish(answer);
+    // Progress above the threshold (rows appended during the summary): compact again at once.
+    // Postgres bounds how many in a row (sc_compaction_commit.sql); a closing lineage runs none.
+    if (answer.followUpRequestId && !queue.closed && patched(PATCH_FOLLOW_UP_COMPACTION)) {
+      admit({ requestId: answer.followUpRequestId, sessionId: answer.sessionId, trigger: 'threshold' }, 'signal');
+    }
     jobsByOutcome.add(1, { outcome: answer.outcome });
     upsertSearchAttributes([
       { key: SessionHead, value: queue.head },

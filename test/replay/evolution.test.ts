@@ -4,7 +4,8 @@
  * what makes that true (the same history fails without it), and new executions must take
  * the new path. Patches: close-marks-lineage-closed (fixed history), check-closed-at-start
  * (fixed history), continue-as-new-under-load (recorded here, from the old code bundled with
- * the patched line removed).
+ * the patched line removed), record-joined-requests, text-rule-on-signals and
+ * follow-up-compaction (recorded the same way).
  */
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
@@ -20,6 +21,7 @@ import {
   PATCH_CHECK_CLOSED_AT_START,
   PATCH_CLOSE_MARKS_LINEAGE,
   PATCH_CONTINUE_AS_NEW_UNDER_LOAD,
+  PATCH_FOLLOW_UP_COMPACTION,
   PATCH_RECORD_JOINED_REQUESTS,
   PATCH_TEXT_RULE_ON_SIGNALS,
 } from '../../src/workflows/patches';
@@ -269,5 +271,61 @@ describe('the text-rule-on-signals patch', () => {
     await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).signal(compactSignal, { sessionId: id, requestId: wide });
     const answer = await stack().client.waitForResult(id, wide);
     expect(answer.outcome).toBe('compacted');
+  });
+});
+
+describe('the follow-up-compaction patch', () => {
+  const GUARDED = 'if (answer.followUpRequestId && !queue.closed && patched(PATCH_FOLLOW_UP_COMPACTION)) {';
+
+  /**
+   * A compaction whose summary takes 1.5 s while messages are appended, on a lineage whose
+   * threshold (1 token) the new head is still above: the commit carries them and names a
+   * follow-up. Then the lineage is closed.
+   */
+  async function carriedAboveThreshold(on: TestStack, root: string) {
+    await on.db.db.execute(sql`update lineages set compact_at_tokens = 1 where id = ${root}`);
+    on.llm.script({ delayMs: 1500 });
+    const first = on.client.compact(root, { requestId: 'first' });
+    await on.llm.waitForRequests(1);
+    await on.client.append(root, [{ role: 'user', content: 'And while you are at it, check the lexer.' }]);
+    const answer = await first;
+    expect(answer).toMatchObject({ outcome: 'compacted', followUpRequestId: expect.any(String) });
+    return answer;
+  }
+
+  it('a run of the code before it (a commit named a follow-up, which it ignored) replays on today code, and fails to without the guard', async () => {
+    // The old path is a rolling deploy's: today's activities, the workflow code before the patch.
+    const history = await runOldCode(await bundleWithout('before-follow-up-compaction', GUARDED, 'if (false) {'), {}, async (old, root) => {
+      const answer = await carriedAboveThreshold(old, root);
+      await old.client.closeSession(answer.sessionId);
+      return old.temporal.workflow.getHandle(lineageWorkflowId(root)).fetchHistory();
+    });
+    // The old path landed: the job's result named a follow-up and no second job was scheduled.
+    const events = history.events ?? [];
+    const results = events
+      .filter((e) => e.activityTaskCompletedEventAttributes)
+      .map((e) => Buffer.from(e.activityTaskCompletedEventAttributes!.result!.payloads![0].data!).toString('utf8'));
+    expect(results.some((r) => r.includes('"followUpRequestId"'))).toBe(true);
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(1);
+    expect(patchesOf(events)).not.toContain(PATCH_FOLLOW_UP_COMPACTION);
+    keepFixed('v4-follow-up-named-before-follow-up-compaction.json', history);
+
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, 'old-follow-up'),
+    ).resolves.toBeUndefined();
+    const unguarded = await bundleWithout('unguarded-follow-up-compaction', GUARDED, 'if (answer.followUpRequestId && !queue.closed) {');
+    await expect(Worker.runReplayHistory({ workflowBundle: { code: unguarded } }, history, 'old-follow-up')).rejects.toThrow(/[Nn]ondeterminism/);
+  });
+
+  it('new executions take the new path: the follow-up runs', async () => {
+    const id = uniqueId('ev-follow-up');
+    await stack().client.createSession({ sessionId: id });
+    await stack().client.append(id, conversation(12));
+    const answer = await carriedAboveThreshold(stack(), id);
+    const followUp = await stack().client.waitForResult(id, answer.followUpRequestId!);
+    expect(['compacted', 'refused']).toContain(followUp.outcome);
+    const history = await stack().temporal.workflow.getHandle(lineageWorkflowId(id)).fetchHistory();
+    expect(patchesOf(history.events ?? [])).toContain(PATCH_FOLLOW_UP_COMPACTION);
+    expect((history.events ?? []).filter((e) => e.activityTaskScheduledEventAttributes)).toHaveLength(2);
   });
 });

@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { appendMessages } from '../../src/db/session-store';
 import { InvalidInputError } from '../../src/errors';
-import { conversation, uniqueId, useTestStack } from '../support/stack';
+import { conversation, type TestStack, uniqueId, useTestStack } from '../support/stack';
 
 const COOLDOWNS_MS = [3000, 6000];
 const stack = useTestStack({ env: { AUTO_COMPACTION_COOLDOWNS_MS: COOLDOWNS_MS.join(','), AUTO_COMPACTION_RESEND_MS: '3000' } });
@@ -16,6 +16,27 @@ const stack = useTestStack({ env: { AUTO_COMPACTION_COOLDOWNS_MS: COOLDOWNS_MS.j
 const rowsOf = async (query: ReturnType<typeof sql>) => (await stack().db.db.execute(query)).rows as Array<Record<string, any>>;
 const words = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(' ');
 const userMessage = (text: string) => [{ role: 'user', content: text }];
+/**
+ * Waits until the summariser is asked for the request's job (it answers after 1.5 s), appends
+ * twelve long progress notes meanwhile (over 2,000 tokens), then returns the job's answer: they are carried into the new head.
+ */
+async function appendedDuringSlowSummary(on: TestStack, id: string, requestId: string) {
+  on.llm.script({ delayMs: 1500 });
+  await on.llm.waitForRequests(1);
+  const during = Array.from({ length: 12 }, (_, i) => ({ role: 'assistant', content: `progress ${i}: ${words(250, 'p')}` }));
+  const landed = await on.client.append(id, during);
+  const answer = await on.client.waitForResult(id, requestId);
+  // The appends landed while the job ran: it carried them.
+  expect(answer.messagesAfter).toBeGreaterThan(during.length);
+  expect(landed.sessionId).toBe(id);
+  return answer;
+}
+/** Thirty short requests with long answers (about 3,000 tokens): the ledger of the requests stays small. */
+const thirtyTurns = () =>
+  Array.from({ length: 30 }, (_, i) => [
+    { role: 'user', content: `request ${i}` },
+    { role: 'assistant', content: `answer ${i}: ${words(70, 'a')}` },
+  ]).flat();
 
 /** Appends small messages until one requests a compaction; returns it and when it was made. */
 async function appendUntilFired(id: string, deadlineMs: number) {
@@ -94,10 +115,35 @@ describe('auto-compaction', () => {
     const result = await stack().client.waitForResult(id, appended.compactionRequestId!);
     expect(result.outcome).toBe('compacted');
     expect(result.reason).toMatch(/at or above the threshold of 400/);
-    // Still above the threshold, but cooling down: the next append does not fire.
+    // Above the threshold by itself (nothing was appended meanwhile): another job now would find
+    // nothing more to summarise, so it cools down and the next append does not fire.
     const next = await stack().client.append(id, [{ role: 'assistant', content: 'one more' }]);
     expect(next.headTokens).toBeGreaterThanOrEqual(400);
     expect(next.compactionRequestId).toBeUndefined();
+  });
+
+  it('a commit that shrank the head but stays above the threshold with what was appended meanwhile compacts again at once, with no cooldown', async () => {
+    const id = uniqueId('auto');
+    await stack().client.createSession({ sessionId: id, compactAt: 2000 });
+    const appended = await stack().client.append(id, thirtyTurns());
+    const first = await appendedDuringSlowSummary(stack(), id, appended.compactionRequestId!);
+    expect(first).toMatchObject({
+      outcome: 'compacted',
+      reason: expect.stringMatching(/appended meanwhile, at or above the threshold of 2000; compacting again at once/),
+    });
+    expect(first.followUpRequestId).toBeDefined();
+    // The follow-up ran with no append asking for it, and brought the head under.
+    const second = await stack().client.waitForResult(id, first.followUpRequestId!);
+    expect(second).toMatchObject({ outcome: 'compacted', generation: 2 });
+    expect(second.tokensAfter).toBeLessThan(2000);
+    expect(stack().llm.requests).toHaveLength(2);
+    const jobs = await rowsOf(sql`select request_ids, trigger, follow_up_request_id from compactions where lineage_id = ${id} order by started_at`);
+    expect(jobs).toEqual([
+      { request_ids: [appended.compactionRequestId], trigger: 'threshold', follow_up_request_id: first.followUpRequestId },
+      { request_ids: [first.followUpRequestId], trigger: 'threshold', follow_up_request_id: null },
+    ]);
+    const [lineage] = await rowsOf(sql`select auto_failures, auto_cooldown_until, auto_follow_ups from lineages where id = ${id}`);
+    expect(lineage).toEqual({ auto_failures: 0, auto_cooldown_until: null, auto_follow_ups: 0 });
   });
 
   it('sends again a request whose signal failed, on the next append', async () => {
@@ -199,5 +245,55 @@ describe('thresholds and token counts', () => {
     expect((await tokens(real))[1]).toBeLessThan(1000); // 4,000 repeated characters are few tokens
     expect(await tokens(estimated)).toEqual([7, 1004]);
     expect(counted.headTokens).toBe((await tokens(real)).reduce((a, b) => a + b, 0));
+  });
+});
+
+describe('auto-compaction with no follow-ups allowed and the default cooldowns', () => {
+  const strict = useTestStack({ env: { AUTO_COMPACTION_MAX_FOLLOW_UPS: '0' } });
+  const rows = async (query: ReturnType<typeof sql>) => (await strict().db.db.execute(query)).rows as Array<Record<string, any>>;
+
+  it('past the bound of follow-ups the next append asks instead, and no cooldown starts', async () => {
+    const id = uniqueId('auto');
+    await strict().client.createSession({ sessionId: id, compactAt: 2000 });
+    const appended = await strict().client.append(id, thirtyTurns());
+    const result = await appendedDuringSlowSummary(strict(), id, appended.compactionRequestId!);
+    expect(result).toMatchObject({ outcome: 'compacted', reason: expect.stringMatching(/0 follow-up\(s\) in a row already: the next append asks again/) });
+    expect(result.followUpRequestId).toBeUndefined();
+    const [lineage] = await rows(sql`select auto_failures, auto_cooldown_until from lineages where id = ${id}`);
+    expect(lineage).toEqual({ auto_failures: 0, auto_cooldown_until: null });
+    const next = await strict().client.append(id, [{ role: 'assistant', content: 'one more' }]);
+    expect(next.headTokens).toBeGreaterThanOrEqual(2000);
+    expect(next.compactionRequestId).toBeDefined();
+    expect(await strict().client.waitForResult(id, next.compactionRequestId!)).toMatchObject({ outcome: 'compacted' });
+  });
+
+  it('no cooldown holds back the append that takes the head across the ceiling, and none after it loops', async () => {
+    const id = uniqueId('auto');
+    // Threshold 300 and no context window: the ceiling is 600.
+    await strict().client.createSession({ sessionId: id, compactAt: 300 });
+    // One message over the threshold with nothing to summarise around it: refused, and the 1-minute cooldown starts.
+    const first = await strict().client.append(id, userMessage(words(320, 'w')));
+    expect(first.headTokens).toBeGreaterThanOrEqual(300);
+    expect(first.headTokens).toBeLessThan(600);
+    expect(await strict().client.waitForResult(id, first.compactionRequestId!)).toMatchObject({ outcome: 'refused' });
+    const [cooling] = await rows(sql`select auto_cooldown_until > now() as cooling from lineages where id = ${id}`);
+    expect(cooling.cooling).toBe(true);
+    // Under the ceiling the cooldown holds.
+    const below = await strict().client.append(id, [{ role: 'assistant', content: words(20, 'b') }]);
+    expect(below.headTokens).toBeLessThan(600);
+    expect(below.compactionRequestId).toBeUndefined();
+    // Across it, a compaction is requested all the same.
+    const across = await strict().client.append(id, [{ role: 'user', content: words(300, 'c') }]);
+    expect(across.headTokens).toBeGreaterThanOrEqual(600);
+    expect(across.compactionRequestId).toBeDefined();
+    const answer = await strict().client.waitForResult(id, across.compactionRequestId!);
+    // Above it, appends do not ask again while the cooldown runs (a head no compaction can shrink does not loop).
+    if (answer.outcome !== 'compacted') {
+      const [still] = await rows(sql`select auto_cooldown_until > now() as cooling, head_tokens from lineages where id = ${id}`);
+      expect(still).toMatchObject({ cooling: true });
+      expect(Number(still.head_tokens)).toBeGreaterThanOrEqual(600);
+      const above = await strict().client.append(id, [{ role: 'assistant', content: 'still here' }]);
+      expect(above.compactionRequestId).toBeUndefined();
+    }
   });
 });

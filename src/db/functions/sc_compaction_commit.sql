@@ -6,7 +6,11 @@
 -- audit row. With p.checkOnly (the gates refused the head) it writes nothing and answers
 -- `checked` once every check passed, so a refusal is only given for the lineage's real head. Otherwise it writes the new head (a child, or the same session with its old rows
 -- archived): p.head, then the carried rows copied inside Postgres, ends the parent (rotate),
--- moves the lineage, settles the automatic request and writes the audit row.
+-- moves the lineage, settles the automatic request and writes the audit row. A commit that
+-- shrank what it summarised but leaves the head at or above the threshold with the rows
+-- appended during the summary (a busy lineage) asks for a follow-up compaction at once, up to
+-- p.maxFollowUps in a row: it answers followUpRequestId, which the workflow queues. A commit
+-- whose own head is that large (nothing carried) cools down, as a refusal does.
 CREATE OR REPLACE FUNCTION sc_compaction_commit(p jsonb)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -28,6 +32,8 @@ DECLARE
   v_notes text[] := '{}';
   v_reason text;
   v_still_above boolean;
+  v_summarised_tokens integer;
+  v_follow_up text;
 BEGIN
   SELECT * INTO g FROM lineages WHERE id = p->>'lineageId' FOR UPDATE;
   IF NOT FOUND THEN
@@ -37,9 +43,9 @@ BEGIN
   SELECT * INTO c FROM compactions WHERE id = v_job FOR UPDATE;
   IF FOUND THEN
     IF c.outcome = 'compacted' THEN
-      RETURN jsonb_build_object('outcome', 'compacted', 'headSessionId', coalesce(c.child_session_id, g.head_session_id),
+      RETURN jsonb_strip_nulls(jsonb_build_object('outcome', 'compacted', 'headSessionId', coalesce(c.child_session_id, g.head_session_id),
         'generation', c.generation, 'carried', 0, 'tokensAfter', coalesce(c.tokens_after, 0),
-        'messagesAfter', coalesce(c.messages_after, 0), 'alreadyCommitted', true);
+        'messagesAfter', coalesce(c.messages_after, 0), 'alreadyCommitted', true, 'followUpRequestId', c.follow_up_request_id));
     END IF;
     IF v_attempt IS NOT NULL AND c.attempts <> v_attempt THEN
       RETURN sc_compaction_stale(g.head_session_id, g.generation, format('attempt %s was superseded by attempt %s', v_attempt, c.attempts));
@@ -110,8 +116,8 @@ BEGIN
     END IF;
   END IF;
 
-  SELECT coalesce(sum((e->>'tokens')::integer), 0) INTO v_tokens FROM jsonb_array_elements(p->'head') e;
-  v_tokens := v_tokens + coalesce((SELECT sum(token_estimate) FROM messages WHERE id = ANY (v_carried)), 0);
+  SELECT coalesce(sum((e->>'tokens')::integer), 0) INTO v_summarised_tokens FROM jsonb_array_elements(p->'head') e;
+  v_tokens := v_summarised_tokens + coalesce((SELECT sum(token_estimate) FROM messages WHERE id = ANY (v_carried)), 0);
   UPDATE lineages SET head_session_id = v_head, generation = v_generation, head_tokens = v_tokens, ledger = nullif(p->'ledger', 'null'::jsonb)
   WHERE id = g.id;
 
@@ -125,23 +131,41 @@ BEGIN
     v_notes := v_notes || format('committed after %s re-gate(s) of rows appended at commit', p->>'commitRetries');
   END IF;
   v_still_above := g.compact_at_tokens IS NOT NULL AND v_tokens >= g.compact_at_tokens;
-  IF v_still_above THEN
+  IF NOT v_still_above THEN
+    PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', 'succeeded', '{}');
+  ELSIF cardinality(v_carried) = 0 OR v_summarised_tokens >= (p->>'tokensBefore')::integer THEN
+    -- The job's own head is that large (or summarising saved nothing): another job now would
+    -- find nothing more to summarise. The cooldown ladder applies.
     v_notes := v_notes || format('the compacted head still holds %s tokens, at or above the threshold of %s', v_tokens, g.compact_at_tokens);
+    PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', 'failed',
+      ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(p->'cooldownsMs') WITH ORDINALITY AS t(x, o) ORDER BY o));
+  ELSE
+    -- It shrank what it summarised, and the rows appended meanwhile keep the head above the
+    -- threshold (a busy lineage): no cooldown. Follow up at once, up to p.maxFollowUps in a
+    -- row; past that the next append asks.
+    IF g.auto_follow_ups < coalesce((p->>'maxFollowUps')::integer, 0) THEN
+      v_follow_up := format('follow-up:%s', v_job);
+    END IF;
+    v_notes := v_notes || format('the compacted head still holds %s tokens with the rows appended meanwhile, at or above the threshold of %s; %s',
+      v_tokens, g.compact_at_tokens,
+      CASE WHEN v_follow_up IS NULL THEN format('%s follow-up(s) in a row already: the next append asks again', g.auto_follow_ups)
+           ELSE 'compacting again at once' END);
+    UPDATE lineages SET auto_request_id = NULL, auto_failures = 0, auto_cooldown_until = NULL,
+      auto_follow_ups = auto_follow_ups + CASE WHEN v_follow_up IS NULL THEN 0 ELSE 1 END
+    WHERE id = g.id;
   END IF;
-  PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', CASE WHEN v_still_above THEN 'failed' ELSE 'succeeded' END,
-    ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(p->'cooldownsMs') WITH ORDINALITY AS t(x, o) ORDER BY o));
   v_reason := nullif(array_to_string(v_notes, '; '), '');
 
   INSERT INTO compactions AS x (
     id, lineage_id, parent_session_id, request_ids, trigger, outcome, child_session_id, generation, tokens_before, tokens_after,
     messages_before, messages_after, summariser_prompt_tokens, summariser_completion_tokens, summariser_cached_prompt_tokens,
-    watermark_seq, summarised_from_seq, summarised_to_seq, gate_results, reason, rung, ledger, commit_retries, finished_at)
+    watermark_seq, summarised_from_seq, summarised_to_seq, gate_results, reason, rung, ledger, commit_retries, follow_up_request_id, finished_at)
   VALUES (
     v_job, g.id, v_parent, p->'requestIds', p->>'trigger', 'compacted', v_head, v_generation, (p->>'tokensBefore')::integer, v_tokens,
     (p->>'messagesBefore')::integer, v_head_count + cardinality(v_carried), (p->>'promptTokens')::integer,
     (p->>'completionTokens')::integer, (p->>'cachedPromptTokens')::integer, v_watermark, (p->>'summarisedFromSeq')::integer,
     (p->>'summarisedToSeq')::integer, nullif(p->'gateResults', 'null'::jsonb), v_reason, coalesce(p->>'rung', 'summary'),
-    nullif(p->'ledger', 'null'::jsonb), (p->>'commitRetries')::integer, now())
+    nullif(p->'ledger', 'null'::jsonb), (p->>'commitRetries')::integer, v_follow_up, now())
   ON CONFLICT (id) DO UPDATE SET
     outcome = excluded.outcome, child_session_id = excluded.child_session_id, generation = excluded.generation,
     tokens_before = excluded.tokens_before, tokens_after = excluded.tokens_after, messages_before = excluded.messages_before,
@@ -150,11 +174,11 @@ BEGIN
     summariser_cached_prompt_tokens = excluded.summariser_cached_prompt_tokens, watermark_seq = excluded.watermark_seq,
     summarised_from_seq = excluded.summarised_from_seq, summarised_to_seq = excluded.summarised_to_seq,
     gate_results = excluded.gate_results, reason = excluded.reason, rung = excluded.rung, ledger = excluded.ledger,
-    commit_retries = excluded.commit_retries, finished_at = excluded.finished_at;
+    commit_retries = excluded.commit_retries, follow_up_request_id = excluded.follow_up_request_id, finished_at = excluded.finished_at;
 
   -- No reason is no key (not null): the answer's optional fields are absent when empty.
   RETURN jsonb_strip_nulls(jsonb_build_object('outcome', 'compacted', 'headSessionId', v_head, 'generation', v_generation,
     'carried', cardinality(v_carried), 'tokensAfter', v_tokens, 'messagesAfter', v_head_count + cardinality(v_carried),
-    'alreadyCommitted', false, 'reason', v_reason));
+    'alreadyCommitted', false, 'reason', v_reason, 'followUpRequestId', v_follow_up));
 END
 $$;

@@ -8,6 +8,11 @@
 -- threshold, no request of the appends is pending for the current generation (one older than
 -- p_resend_after_ms counts as lost) and no cooldown runs, it records a request and answers
 -- its id (autoCompactionRequestId), which the caller sends as the requestCompaction signal.
+-- An append that takes the head across the lineage's ceiling (sc_ceiling_tokens: the context
+-- window or twice the threshold, whichever is lower) requests one even during a cooldown: the
+-- head never passes the ceiling without a compaction requested. Appends while it stays above
+-- wait for the cooldown as usual, so a head no compaction can shrink does not pay the
+-- summariser at every append.
 -- With p_append_key, a resend of the same batch answers the first append and writes nothing,
 -- and each row stored carries the key, so the audit can count a batch stored twice under one
 -- key.
@@ -67,7 +72,9 @@ BEGIN
   fire := g.compact_at_tokens IS NOT NULL AND new_head_tokens >= g.compact_at_tokens
     AND NOT (g.auto_request_id IS NOT NULL AND g.auto_request_generation = g.generation
              AND g.auto_requested_at > now() - make_interval(secs => p_resend_after_ms / 1000.0))
-    AND (g.auto_cooldown_until IS NULL OR g.auto_cooldown_until <= now());
+    AND (g.auto_cooldown_until IS NULL OR g.auto_cooldown_until <= now()
+         OR (g.head_tokens < sc_ceiling_tokens(g.compact_at_tokens, g.context_window)
+             AND new_head_tokens >= sc_ceiling_tokens(g.compact_at_tokens, g.context_window)));
   UPDATE lineages SET
     appended_count = g.appended_count + n,
     head_tokens = new_head_tokens,
