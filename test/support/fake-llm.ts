@@ -25,6 +25,11 @@ interface Behaviour {
   text?: string;
   /** Wait before answering (or before the first chunk). */
   delayMs?: number;
+  /**
+   * Called when the request arrives; the answer waits until its promise settles (after
+   * delayMs): a summary that takes as long as a condition of the test's, whatever the load.
+   */
+  until?: () => Promise<void>;
   /** Split the streamed text into this many chunks... */
   chunks?: number;
   /** ...sent this far apart. */
@@ -109,7 +114,9 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     requests.push(recorded);
     const callNumber = requests.length;
     const b = queue.shift() ?? fallback;
+    const condition = b.until?.();
     if (b.delayMs) await sleep(b.delayMs);
+    if (condition) await condition;
     if (b.reset) {
       req.socket.destroy();
       return;
