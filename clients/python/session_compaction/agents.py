@@ -36,7 +36,7 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .dialects import for_provider
+from .dialects import SUMMARY_PREFIX, _rs_is_message, _rs_kind, _rs_text, for_provider
 from .errors import InvalidInputError, SessionNotFoundError
 
 if TYPE_CHECKING:
@@ -96,16 +96,36 @@ def _coerce_settings(settings: Any) -> Any:
     return SessionSettings() if settings is None else coerce_session_settings(settings)
 
 
+def _cut_from_reasoning(items: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The items with the provider ids of every model turn cut off from its reasoning item
+    dropped (RS-4): a turn without reasoning (the provider view strips it) that follows the
+    service's summary (its beginning, reasoning included, was summarised away) or starts the
+    input (a session limit can leave its beginning out). A whole turn without reasoning is a
+    non-reasoning model's: its ids go as stored."""
+    ready = for_provider("openai-responses", items)
+    out: list[Any] = list(items)
+    for i, item in enumerate(items):
+        if ready[i] is item or "id" in ready[i]:
+            continue
+        start = i
+        while start > 0 and _rs_kind(items[start - 1]) in ("model", "other"):
+            start -= 1
+        before = items[start - 1] if start > 0 else None
+        if before is None or (_rs_is_message(before) and _rs_text(before.get("content")).startswith(SUMMARY_PREFIX)):
+            out[i] = ready[i]
+    return out
+
+
 def call_model_input_filter(data: Any) -> Any:
     """The SDK's ``RunConfig.call_model_input_filter`` for a run on a :class:`CompactingSession`:
-    the model's input with the provider ids of every model turn that has no reasoning item
-    dropped (RS-4: ``for_provider("openai-responses", ...)``), so a turn whose reasoning was
-    summarised away is still accepted. Every other item goes as it is. ``get_items`` itself
-    returns the items as stored."""
+    the model's input with the provider ids of every model turn cut off from its reasoning
+    item dropped (after the service's summary, or at the start of a limited history: RS-4),
+    so such a turn is still accepted. Every other item goes as it is, ids included.
+    ``get_items`` itself returns the items as stored."""
     from agents.run_config import ModelInputData
 
     items = [_as_item(item, i) for i, item in enumerate(data.model_data.input)]
-    return ModelInputData(input=for_provider("openai-responses", items), instructions=data.model_data.instructions)
+    return ModelInputData(input=_cut_from_reasoning(items), instructions=data.model_data.instructions)
 
 
 class CompactingSession:

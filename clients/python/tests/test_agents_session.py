@@ -31,10 +31,10 @@ from agents.memory import Session, SessionSettings, is_openai_responses_compacti
 from agents.run_config import CallModelData, ModelInputData
 from agents.testing import assistant_message, function_call
 
-from session_compaction import InvalidInputError, SessionCompactionError, SessionConflictError, for_provider
+from session_compaction import InvalidInputError, SessionCompactionError, SessionConflictError
 from session_compaction.agents import CompactingSession, call_model_input_filter
 
-from .agents_support import RUN_CONFIG, Script, is_summary, json_equal, open_ledger_session, provider_problems, run_sync_program, user_item
+from .agents_support import RUN_CONFIG, SUMMARY_PREFIX, Script, is_summary, json_equal, open_ledger_session, provider_problems, run_sync_program, user_item
 from .conftest import run_typescript, unique_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -180,14 +180,23 @@ async def test_the_session_protocol(client):
     await session.add_items([user_item("Read src/a.ts."), call, output, message])
     expected = [user_item("Read src/a.ts."), call.model_dump(exclude_unset=True, mode="json"), output, message.model_dump(exclude_unset=True, mode="json")]
     assert json_equal((await client.transcript(sid))["messages"], expected)  # stored exactly as given
-    # get_items returns the items as stored, ids included (as the SDK's own sessions do), though
-    # this model turn came without reasoning; the ids RS-4 refuses are dropped only from what
-    # the model is sent, by call_model_input_filter (the SDK's call_model_input_filter).
+    # get_items returns the items as stored, ids included (as the SDK's own sessions do).
     got = await session.get_items()
     assert json_equal(got, expected) and got[1]["id"] == "fc_p1" and got[3]["id"] == "msg_p1"
-    sent = call_model_input_filter(CallModelData(model_data=ModelInputData(input=got, instructions="be careful"), agent=None, context=None))
-    assert json_equal(sent.input, for_provider("openai-responses", expected)) and sent.instructions == "be careful"
-    assert "id" not in sent.input[1] and "id" not in sent.input[3]
+    # What the model is sent is the SDK's to prepare: call_model_input_filter drops the ids of
+    # a turn cut off from its reasoning (after the summary, or at the input's start: RS-4);
+    # this whole turn of a non-reasoning model keeps its ids.
+    def sent(items: list[Any]) -> list[Any]:
+        data = CallModelData(model_data=ModelInputData(input=items, instructions="be careful"), agent=None, context=None)
+        ready = call_model_input_filter(data)
+        assert ready.instructions == "be careful"
+        return ready.input
+
+    assert json_equal(sent(got), expected)
+    summary = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"{SUMMARY_PREFIX}\nRead src/a.ts."}]}
+    after_summary = sent([summary, expected[1], expected[2], user_item("And b?"), expected[3]])
+    assert "id" not in after_summary[1] and after_summary[4]["id"] == "msg_p1"
+    assert "id" not in sent(expected[3:])[0]  # a history cut by a limit, starting inside a turn
     assert session.last_append["count"] == 4 and session.last_append["sessionId"] == sid
     assert json_equal(await session.get_items(limit=2), expected[-2:])
     assert await session.get_items(limit=0) == [] and json_equal(await session.get_items(limit=-1), expected)
