@@ -12,9 +12,13 @@ name); the code is ours, written for both sessions. Left out, and why:
   failures, `close()`): they test SQLiteSession's own storage, not the Session protocol;
 - `test_session_callback_*` and `test_session_memory_disabled_*`: they test the Runner's
   input callback and its refusal of a list input without a session, the same for any session;
-- the backend-independent SQLAlchemy and async-SQLite tests
-  (tests/extensions/memory/test_sqlalchemy_session.py, test_async_sqlite_session.py): not
-  ported yet (no time left in this change); their protocol cases are the same as those here.
+- of tests/extensions/memory/test_sqlalchemy_session.py and test_async_sqlite_session.py,
+  the backend-independent cases are below (empty add, pop from empty, a limit above the
+  history, concurrent pops returning each row once, one session used from two event loops at
+  once); their reference sessions (SQLAlchemySession, AsyncSQLiteSession) need sqlalchemy and
+  aiosqlite, which this project does not install, so the reference here is SQLiteSession.
+  Their cases that test the backend itself (engines, table creation, corrupt rows, rollback
+  and connection cleanup, timestamps, ASCII escaping) are left out.
 Every case here passes on the SDK's SQLiteSession at the installed version (0.24.0).
 """
 
@@ -24,6 +28,7 @@ import asyncio
 import concurrent.futures
 import pathlib
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -62,6 +67,16 @@ async def make_session(request: pytest.FixtureRequest, client: Any) -> AsyncIter
             made.append(session)
             return session
 
+        async def twin(session: Any) -> Any:
+            """A second object on the same conversation (another process would open one)."""
+            if kind == "sqlite":
+                other: Any = SQLiteSession(session.session_id, pathlib.Path(folder) / f"{session.session_id}.db")
+            else:
+                other = CompactingSession(client, session.session_id)
+            made.append(other)
+            return other
+
+        make.twin = twin  # type: ignore[attr-defined]
         yield make
         for session in made:
             if isinstance(session, SQLiteSession):
@@ -315,3 +330,63 @@ async def test_session_limit_larger_than_history(make_session: MakeSession, meth
     model.enqueue([assistant_message("Reply 2")])
     await run_agent(method, agent, "Message 2", session=session, run_config=run_config(session_settings=SessionSettings(limit=100)))
     assert [text_of(m) for m in model.calls[-1].input] == ["Message 1", "Reply 1", "Message 2"]
+
+
+# ---- tests/extensions/memory: test_sqlalchemy_session.py, test_async_sqlite_session.py ------
+
+
+async def test_add_empty_items_list(make_session: MakeSession) -> None:
+    session = await make_session("empty-add")
+    assert await session.get_items() == []
+    await session.add_items([])
+    assert await session.get_items() == []
+
+
+async def test_pop_from_empty_session(make_session: MakeSession) -> None:
+    session = await make_session("empty-pop")
+    assert await session.pop_item() is None
+
+
+async def test_get_items_with_limit_more_than_available(make_session: MakeSession) -> None:
+    session = await make_session("limit-more")
+    items = [{"role": "user", "content": "First"}, {"role": "assistant", "content": "Second"}]
+    await session.add_items(items)
+    assert [m.get("content") for m in await session.get_items(limit=10)] == ["First", "Second"]
+
+
+async def test_concurrent_pop_item_returns_each_row_once(make_session: MakeSession) -> None:
+    writer = await make_session("concurrent-pop")
+    other = await make_session.twin(writer)  # type: ignore[attr-defined]
+    await writer.add_items([{"role": "user", "content": "first"}, {"role": "assistant", "content": "second"}])
+    popped = await asyncio.wait_for(asyncio.gather(writer.pop_item(), other.pop_item()), timeout=20)
+    assert {item["content"] for item in popped if item is not None} == {"first", "second"}
+    assert await writer.get_items() == []
+
+
+async def test_add_items_concurrent_first_access_with_shared_session_cross_loop(make_session: MakeSession) -> None:
+    """One session object used from two threads at once, each with an event loop of its own."""
+    session = await make_session("cross-loop")
+    barrier = threading.Barrier(2)
+    results: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def worker(content: str) -> None:
+        async def run() -> None:
+            barrier.wait()
+            await asyncio.wait_for(session.add_items([{"role": "user", "content": content}]), timeout=10)
+
+        try:
+            asyncio.run(run())
+            status = "ok"
+        except Exception as error:  # noqa: BLE001 - the outcome is what the test compares
+            status = type(error).__name__
+        with lock:
+            results.append((content, status))
+
+    threads = [threading.Thread(target=worker, args=(c,)) for c in ("one", "two")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        await asyncio.to_thread(thread.join)
+    assert sorted(results) == [("one", "ok"), ("two", "ok")]
+    assert sorted(m.get("content") for m in await session.get_items()) == ["one", "two"]
