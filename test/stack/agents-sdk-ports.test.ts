@@ -8,7 +8,7 @@
  * bd363f2199458fe9df055c8c9248182ae6447f1a (agents-core 0.17.1, the newest release whose
  * sources could be read here; we depend on 0.20.0, whose sources are not in the snapshot).
  * Files: packages/agents-core/test/memorySession.test.ts, run.test.ts (`describe('sessions')`),
- * run.outputGuardrailReplaySession.test.ts. Each case keeps the SDK test's name; the code is
+ * run.outputGuardrailReplaySession.test.ts, hitlMemorySessionScenario.test.ts. Each case keeps the SDK test's name; the code is
  * ours, written for both sessions (the SDK's initial items are appended first; its error
  * texts are MemorySession's, so a refusal is asserted as a refusal, and ours as our typed error).
  * Left out, and why:
@@ -21,8 +21,9 @@
  *   resume cases, and `reasoningItemIdPolicy`, not ported yet (no time left in this change);
  *   the Runner scenarios of agents-session.test.ts cover approvals and long runs;
  * - run.outputGuardrailReplaySession: only its first table (terminal tools × modes ×
- *   tripwire); the input-only blocked transaction cases subclass MemorySession itself;
- * - hitlMemorySessionScenario.test.ts: not ported yet (no time left in this change).
+ *   tripwire); the input-only blocked transaction cases subclass MemorySession itself.
+ * hitlMemorySessionScenario.test.ts is ported whole: for CompactingSession the "rehydrated"
+ * session is a second object opened on the same lineage (what another process would open).
  * Every case here passes on the SDK's MemorySession at the installed version (0.20.0).
  */
 import {
@@ -31,12 +32,13 @@ import {
   MemorySession,
   OutputGuardrailTripwireTriggered,
   Runner,
+  type ModelRequest,
   type SessionHistoryTransactionAwareSession,
   tool,
   type ToolUseBehavior,
   Usage,
 } from '@openai/agents-core';
-import { assistantMessage, functionCall, modelResponse, ScriptedModel } from '@openai/agents-core/testing';
+import { assistantMessage, functionCall, modelResponder, modelResponse, ScriptedModel } from '@openai/agents-core/testing';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { CompactingSession } from '../../src/client/agents-session';
@@ -337,5 +339,133 @@ describe.each(KINDS)('run.outputGuardrailReplaySession.test.ts › output guardr
     } else {
       expect(stored).toContain('sensitive tool output');
     }
+  });
+});
+
+describe.each(KINDS)('hitlMemorySessionScenario.test.ts › MemorySession HITL scenario on %s', (kind) => {
+  const TOOL_ECHO = 'approved_echo';
+  const TOOL_NOTE = 'approved_note';
+  const REJECTION_OUTPUT = 'Tool execution was not approved.';
+  const USER_MESSAGES = ['Fetch profile for customer 104.', 'Update note for customer 104.', 'Delete note for customer 104.'];
+  type Step = { label: string; message: string; toolName: string; approval: 'approve' | 'reject'; expectedOutput: string };
+  type Item = AgentInputItem & { type?: string; role?: string; name?: string; callId?: string; output?: unknown; content?: unknown };
+
+  const textOfContent = (content: unknown): string =>
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? content.map((part: { type?: string; text?: string }) => (part.type === 'input_text' ? (part.text ?? '') : '')).join('')
+        : '';
+  const lastUserText = (input: ModelRequest['input']): string => {
+    if (typeof input === 'string') return input;
+    const user = [...input].reverse().find((item) => (item as Item).type === 'message' && (item as Item).role === 'user');
+    return user ? textOfContent((user as Item).content) : '';
+  };
+  const outputText = (output: unknown): string | undefined => {
+    if (typeof output === 'string') return output;
+    if (Array.isArray(output)) return (output.find((p: { type?: string }) => p.type === 'input_text') as { text?: string } | undefined)?.text;
+    const o = output as { type?: string; text?: string } | undefined;
+    return o?.type === 'text' ? o.text : undefined;
+  };
+
+  it('persists approvals, rehydration, and rejections across tools', async () => {
+    const executeCounts = new Map<string, number>();
+    const approvalTool = (name: string, prefix: string) => {
+      const t = tool({
+        name,
+        description: `${name} after approval.`,
+        parameters: z.object({ query: z.string() }),
+        execute: ({ query }) => {
+          executeCounts.set(name, (executeCounts.get(name) ?? 0) + 1);
+          return Promise.resolve(`${prefix}:${query}`);
+        },
+      });
+      t.needsApproval = () => Promise.resolve(true);
+      return t;
+    };
+    const tools = [approvalTool(TOOL_ECHO, 'approved'), approvalTool(TOOL_NOTE, 'approved_note')];
+    const model = new ScriptedModel(
+      USER_MESSAGES.map(() =>
+        modelResponder((call) => {
+          const toolName = typeof call.request.modelSettings.toolChoice === 'string' ? call.request.modelSettings.toolChoice : TOOL_ECHO;
+          const callId = `call_${call.index}`;
+          const output = [
+            {
+              id: `fc_${callId}`,
+              type: 'function_call' as const,
+              name: toolName,
+              callId,
+              status: 'completed' as const,
+              arguments: JSON.stringify({ query: lastUserText(call.request.input) }),
+              providerData: {},
+            },
+          ];
+          return { usage: new Usage(), output };
+        }),
+      ),
+    );
+    const runner = new Runner({ tracingDisabled: true });
+
+    async function runStep(session: SessionHistoryTransactionAwareSession, step: Step) {
+      const agent = new Agent({
+        name: `MemorySession ${step.label}`,
+        instructions: `Always call ${step.toolName} before responding.`,
+        model,
+        tools,
+        modelSettings: { toolChoice: step.toolName },
+        toolUseBehavior: 'stop_on_first_tool',
+      });
+      const firstRun = await runner.run(agent, step.message, { session });
+      expect(firstRun.interruptions).toHaveLength(1);
+      const approval = firstRun.interruptions[0];
+      if (step.approval === 'reject') firstRun.state.reject(approval);
+      else firstRun.state.approve(approval);
+      const resumed = await runner.run(agent, firstRun.state, { session });
+      expect(resumed.interruptions).toHaveLength(0);
+      expect(resumed.finalOutput).toBe(step.expectedOutput);
+      const items = (await session.getItems()) as Item[];
+      const approvalItem = approval.rawItem as Item;
+      // expectCounts and expectStepOutput of the SDK's test.
+      return { items, approvalItem };
+    }
+    function check({ items, approvalItem }: { items: Item[]; approvalItem: Item }, turn: number, step: Step) {
+      expect(items.filter((i) => i.type === 'message' && i.role === 'user')).toHaveLength(turn);
+      expect(items.filter((i) => i.type === 'function_call')).toHaveLength(turn);
+      expect(items.filter((i) => i.type === 'function_call_result')).toHaveLength(turn);
+      const lastUser = [...items].reverse().find((i) => i.type === 'message' && i.role === 'user');
+      expect(textOfContent(lastUser?.content)).toBe(step.message);
+      const lastCall = [...items].reverse().find((i) => i.type === 'function_call');
+      const lastResult = [...items].reverse().find((i) => i.type === 'function_call_result');
+      expect(lastCall?.name).toBe(step.toolName);
+      expect(lastResult?.name).toBe(step.toolName);
+      expect(lastCall?.callId).toBe(approvalItem.callId);
+      expect(lastResult?.callId).toBe(approvalItem.callId);
+      expect(outputText(lastResult?.output)).toBe(step.expectedOutput);
+    }
+
+    const steps: Step[] = [
+      { label: 'turn 1', message: USER_MESSAGES[0], toolName: TOOL_ECHO, approval: 'approve', expectedOutput: `approved:${USER_MESSAGES[0]}` },
+      {
+        label: 'turn 2 (rehydrated)',
+        message: USER_MESSAGES[1],
+        toolName: TOOL_NOTE,
+        approval: 'approve',
+        expectedOutput: `approved_note:${USER_MESSAGES[1]}`,
+      },
+      { label: 'turn 3 (rejected)', message: USER_MESSAGES[2], toolName: TOOL_ECHO, approval: 'reject', expectedOutput: REJECTION_OUTPUT },
+    ];
+    const session = await sessionOf(kind);
+    const sessionId = await session.getSessionId();
+    const first = await runStep(session, steps[0]);
+    check(first, 1, steps[0]);
+    const rehydrated =
+      kind === 'MemorySession' ? new MemorySession({ sessionId, initialItems: first.items }) : await CompactingSession.open(stack().client, sessionId);
+    const second = await runStep(rehydrated, steps[1]);
+    check(second, 2, steps[1]);
+    const third = await runStep(rehydrated, steps[2]);
+    check(third, 3, steps[2]);
+    expect(executeCounts.get(TOOL_ECHO)).toBe(1);
+    expect(executeCounts.get(TOOL_NOTE)).toBe(1);
+    await rehydrated.clearSession();
   });
 });
