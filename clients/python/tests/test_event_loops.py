@@ -16,7 +16,7 @@ import pytest
 
 from session_compaction import connect, load_config
 
-from .conftest import unique_id
+from .conftest import conversation, unique_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -111,3 +111,23 @@ async def test_a_cancelled_call_on_this_loop_releases_its_connection(db: Any) ->
         assert await stored_texts(db, sid) == ["next"]
     finally:
         await client.close()
+
+
+async def test_workflow_calls_from_another_loop(client: Any, db: Any) -> None:
+    """A compaction asked for from a thread's own loop (Runner.run_sync's case), then reads on this loop."""
+    sid = unique_id("py-loops-compact")
+    await client.create_session(sid)
+    await client.append(sid, conversation(12))
+
+    def compact_elsewhere() -> dict[str, Any]:
+        async def call() -> dict[str, Any]:
+            return await asyncio.wait_for(client.compact(sid, force=True), 60)
+
+        return on_another_loop(call)
+
+    result = await asyncio.to_thread(compact_elsewhere)
+    assert result["outcome"] == "compacted", result
+    # By the test's own reading: the lineage moved to a new head, whose rows are fewer.
+    cursor = await db.execute("SELECT l.generation, count(m.id) FROM lineages l JOIN messages m ON m.session_id = l.head_session_id WHERE l.id = %s GROUP BY 1", [sid])
+    generation, rows = await cursor.fetchone()
+    assert generation == 1 and rows < len(conversation(12))
