@@ -8,8 +8,14 @@
  *
  * The SDK never rewrites the history here: compaction happens in the service (at the
  * lineage's threshold, one job per lineage, durable), and the next `getItems()` returns the
- * compacted head, ready for the provider. What the SDK asks of a session maps onto the
- * service's data plane, each step one transaction under the lineage lock:
+ * compacted head, its items exactly as stored (ids included, as the SDK's own sessions return
+ * them). What the model is sent of them is prepared where the SDK prepares history for model
+ * input (`prepareHistoryItemForModelInput`): the provider ids of a model turn cut off from
+ * its reasoning item (summarised away, or left out by a limit) are dropped there (RS-4);
+ * `transcript({ for: 'provider' })` drops the ids of every turn without reasoning, for
+ * callers who send the head themselves.
+ * What the SDK asks of a session maps onto the service's data plane, each step one
+ * transaction under the lineage lock:
  * - `addItems`: an append;
  * - `popItem`: the head's last message taken back (it stays in Postgres, archived);
  * - `clearSession`: the lineage erased (every row, every workflow run: deleteLineage) and
@@ -35,6 +41,7 @@ import type {
   SessionHistoryTransactionArgs,
   SessionHistoryTransactionAwareSession,
 } from '@openai/agents-core';
+import { dialectOf, type Message } from '../compaction/dialects';
 import { InvalidInputError, SessionNotFoundError } from '../errors';
 import type { CreateSessionOptions, SessionsClient } from './sessions-client';
 
@@ -44,7 +51,36 @@ export type CompactingSessionOptions = Omit<CreateSessionOptions, 'sessionId' | 
 /** The SDK's items as JSON: what is stored is what `getItems()` returns (fields set to undefined are not kept). */
 const asJson = (items: readonly AgentInputItem[]): unknown[] => JSON.parse(JSON.stringify(items)) as unknown[];
 
+const agentsDialect = dialectOf('openai-agents');
+
+/**
+ * The provider ids (`id` of assistant messages and calls) the model must not be sent with
+ * these items (RS-4): those of a model turn cut off from its reasoning item, that is a turn
+ * the provider view strips (no reasoning item in it) that follows the service's summary (its
+ * beginning, reasoning included, was summarised away) or starts `items` when they are the end
+ * of a longer head (`cut`: a limit left its beginning out). A whole turn without reasoning is
+ * a non-reasoning model's, and its ids go as stored, as with the SDK's own sessions.
+ */
+function idsCutFromTheirReasoning(items: readonly Message[], cut: boolean): Set<string> {
+  const ready = agentsDialect.forProvider(items);
+  const dropped = new Set<string>();
+  items.forEach((item, i) => {
+    if (typeof item.id !== 'string' || ready[i] === item || 'id' in ready[i]) return;
+    let start = i;
+    while (start > 0 && agentsDialect.roleOf(items[start - 1]) === 'assistant') start--;
+    if (start === 0 ? cut : agentsDialect.isSummary(items[start - 1])) dropped.add(item.id);
+  });
+  return dropped;
+}
+
 export class CompactingSession implements SessionHistoryTransactionAwareSession, OpenAIResponsesCompactionAwareSession {
+  /**
+   * The ids of the last `getItems()` answer the model must not see (RS-4). Provider ids are
+   * unique, and a turn's reasoning once gone never comes back, so an item keyed by its id is
+   * prepared the same way whether the SDK passes the object it read or a copy of it.
+   */
+  private dropForModel = new Set<string>();
+
   private constructor(
     private readonly client: SessionsClient,
     /** The lineage's root session id: every session id of a lineage reaches its head. */
@@ -62,12 +98,26 @@ export class CompactingSession implements SessionHistoryTransactionAwareSession,
     return Promise.resolve(this.sessionId);
   }
 
-  /** The head, provider-ready: the last `limit` items in order (all without a limit, none for 0 or less). */
+  /** The head's items exactly as stored: the last `limit` items in order (all without a limit, none for 0 or less). */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     if (limit !== undefined && limit <= 0) return [];
-    const { messages } = await this.client.transcript(this.sessionId, { for: 'provider' });
-    const items = messages as unknown as AgentInputItem[];
-    return limit === undefined ? items : items.slice(-limit);
+    const { messages } = await this.client.transcript(this.sessionId);
+    const items = limit === undefined ? messages : messages.slice(-limit);
+    this.dropForModel = idsCutFromTheirReasoning(items, items.length < messages.length);
+    return items as unknown as AgentInputItem[];
+  }
+
+  /**
+   * The SDK's hook for history on its way to the model: an item of a model turn cut off from
+   * its reasoning item (summarised away, or left out by a limit) is sent without its provider
+   * `id` (RS-4: the Responses API would look for the reasoning it came with); every other
+   * item as it is.
+   */
+  prepareHistoryItemForModelInput(item: AgentInputItem): AgentInputItem {
+    const id = (item as { id?: unknown }).id;
+    if (typeof id !== 'string' || !this.dropForModel.has(id)) return item;
+    const { id: _id, ...rest } = item as AgentInputItem & { id: string };
+    return rest as AgentInputItem;
   }
 
   async addItems(items: AgentInputItem[]): Promise<void> {

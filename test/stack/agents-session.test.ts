@@ -115,6 +115,35 @@ describe('the transaction semantics of the SDK reference session', () => {
     expect([audit.forks, audit.lostMessages, audit.sequenceGaps]).toEqual([0, 0, 0]);
   });
 
+  it('getItems returns the items as stored, ids included; only a turn cut off from its reasoning goes to the model without them', async () => {
+    const session = await CompactingSession.open(stack().client, uniqueId('agents-ids'));
+    const stored = [
+      user('Rename loadConfig.'),
+      { type: 'reasoning', id: 'rs_1', content: [{ type: 'input_text', text: 'Find it first.' }] },
+      { type: 'message', role: 'assistant', id: 'msg_1', status: 'completed', content: [{ type: 'output_text', text: 'Renamed.' }] },
+      user('And the tests?'),
+      // A non-reasoning model's turn: no reasoning item, and its ids are what the API issued.
+      { type: 'function_call', id: 'fc_2', callId: 'call_2', name: 'run_tests', arguments: '{"filter":"config"}', status: 'completed' },
+      { type: 'function_call_result', callId: 'call_2', name: 'run_tests', status: 'completed', output: { type: 'text', text: '{"passed":12,"failed":0}' } },
+      { type: 'message', role: 'assistant', id: 'msg_2', status: 'completed', content: [{ type: 'output_text', text: 'All green.' }] },
+    ] as AgentInputItem[];
+    await session.addItems(stored);
+    const all = await session.getItems();
+    expect(all).toEqual(JSON.parse(JSON.stringify(stored)));
+    // Whole turns go to the model as stored, ids included (the SDK's hook changes nothing).
+    expect(all.map((item) => session.prepareHistoryItemForModelInput(item))).toEqual(all);
+    // A limit that cuts the first turn after its reasoning: that turn's message loses its id
+    // on the way to the model (RS-4), in the session it keeps it; the later turn keeps its ids.
+    const cut = await session.getItems(5);
+    expect((cut[0] as { id?: string }).id).toBe('msg_1');
+    const sent = cut.map((item) => session.prepareHistoryItemForModelInput(item));
+    expect(sent[0]).toEqual((({ id: _id, ...rest }) => rest)(cut[0] as AgentInputItem & { id: string }));
+    expect(sent.slice(1)).toEqual(cut.slice(1));
+    // The provider view for callers who send the head themselves still drops every such id.
+    const provider = (await stack().client.transcript(await session.getSessionId(), { for: 'provider' })).messages;
+    expect(provider[4]).not.toHaveProperty('id');
+  });
+
   it('a message taken back while a compaction summarises does not come back with its commit', async () => {
     const id = uniqueId('agents-pop-race');
     const session = await CompactingSession.open(stack().client, id);

@@ -14,9 +14,16 @@ result = await Runner.run(agent, "Fix the parser.", session=session)
 
 ``CompactingSession`` satisfies the SDK's ``Session`` protocol (``session_id``,
 ``session_settings``, ``get_items``, ``add_items``, ``pop_item``, ``clear_session``) and its
-``OpenAIResponsesCompactionAwareSession`` protocol (``run_compaction``) structurally; this
-module imports nothing of the SDK unless ``session_settings`` is given as a dict, so the
-client works without it (install it with the ``agents`` extra).
+``OpenAIResponsesCompactionAwareSession`` protocol (``run_compaction``) structurally. Its
+``session_settings`` are the SDK's ``SessionSettings``, coerced as the SDK's own sessions
+coerce them (an unknown key is a ``TypeError``), an empty ``SessionSettings()`` by default;
+without the SDK installed (the ``agents`` extra) the client works and the settings stay None.
+
+``get_items`` returns the items exactly as stored (ids included), as the SDK's own sessions
+do. After a compaction a model turn can have lost its reasoning item (summarised away), and
+the Responses API refuses the ids of such a turn (RS-4): pass
+``RunConfig(call_model_input_filter=call_model_input_filter)`` and those ids are dropped from
+what the model is sent, where the SDK prepares each model call's input.
 
 The SDK's items (``TResponseInputItem``) are Responses API input items as dicts, so a lineage
 is ``openai-responses`` by default; ``openai-agents`` (the SDK dialect, which also reads the
@@ -29,13 +36,14 @@ import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .dialects import SUMMARY_PREFIX, _rs_is_message, _rs_kind, _rs_text, for_provider
 from .errors import InvalidInputError, SessionNotFoundError
 
 if TYPE_CHECKING:
     from .client import CompactionMode, SessionsClient
     from .dialects import DialectName
 
-__all__ = ["CompactingSession"]
+__all__ = ["CompactingSession", "call_model_input_filter"]
 
 _T = TypeVar("_T")
 
@@ -76,11 +84,48 @@ def _as_item(item: Any, index: int) -> Mapping[str, Any]:
 
 
 def _coerce_settings(settings: Any) -> Any:
-    if settings is None or not isinstance(settings, Mapping):
-        return settings
-    from agents.memory import SessionSettings  # the SDK, only when settings come as a dict
+    """The SDK's own coercion (``coerce_session_settings``, as its SQLiteSession does): a dict
+    with an unknown key is a ``TypeError`` ("Unknown session settings: limitt"), None is an
+    empty ``SessionSettings()``. Without the SDK installed, None stays None (a dict needs it)."""
+    try:
+        from agents.memory.session_settings import SessionSettings, coerce_session_settings
+    except ImportError:
+        if settings is None:
+            return None
+        raise
+    return SessionSettings() if settings is None else coerce_session_settings(settings)
 
-    return SessionSettings(**settings)
+
+def _cut_from_reasoning(items: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The items with the provider ids of every model turn cut off from its reasoning item
+    dropped (RS-4): a turn without reasoning (the provider view strips it) that follows the
+    service's summary (its beginning, reasoning included, was summarised away) or starts the
+    input (a session limit can leave its beginning out). A whole turn without reasoning is a
+    non-reasoning model's: its ids go as stored."""
+    ready = for_provider("openai-responses", items)
+    out: list[Any] = list(items)
+    for i, item in enumerate(items):
+        if ready[i] is item or "id" in ready[i]:
+            continue
+        start = i
+        while start > 0 and _rs_kind(items[start - 1]) in ("model", "other"):
+            start -= 1
+        before = items[start - 1] if start > 0 else None
+        if before is None or (_rs_is_message(before) and _rs_text(before.get("content")).startswith(SUMMARY_PREFIX)):
+            out[i] = ready[i]
+    return out
+
+
+def call_model_input_filter(data: Any) -> Any:
+    """The SDK's ``RunConfig.call_model_input_filter`` for a run on a :class:`CompactingSession`:
+    the model's input with the provider ids of every model turn cut off from its reasoning
+    item dropped (after the service's summary, or at the start of a limited history: RS-4),
+    so such a turn is still accepted. Every other item goes as it is, ids included.
+    ``get_items`` itself returns the items as stored."""
+    from agents.run_config import ModelInputData
+
+    items = [_as_item(item, i) for i, item in enumerate(data.model_data.input)]
+    return ModelInputData(input=_cut_from_reasoning(items), instructions=data.model_data.instructions)
 
 
 class CompactingSession:
@@ -89,7 +134,8 @@ class CompactingSession:
     compactions (rotations make new head sessions; reads and appends by the root id reach the
     head). Any number of these objects, in any number of processes, may share one lineage."""
 
-    #: The SDK's per-session settings (``SessionSettings``; ``limit`` bounds what the Runner reads).
+    #: The SDK's per-session settings (``SessionSettings``; ``limit`` bounds what the Runner
+    #: reads); an empty ``SessionSettings()`` unless given (None without the SDK installed).
     session_settings: Any = None
 
     def __init__(self, client: SessionsClient, session_id: str, *, dialect: DialectName = "openai-responses", session_settings: Any = None) -> None:
@@ -135,13 +181,14 @@ class CompactingSession:
         return session
 
     async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The head, as the provider takes it on the next call (``transcript(...,
-        for_provider=True)``): the latest ``limit`` items (``session_settings.limit`` when
-        None), in chronological order. After a compaction the head starts with the opening
-        items and the summary (a user message item), then the kept recent items."""
+        """The head's items exactly as stored (``transcript``): the latest ``limit`` items
+        (``session_settings.limit`` when None), in chronological order. After a compaction the
+        head starts with the opening items and the summary (a user message item), then the
+        kept recent items. What the model is sent of them is the SDK's to prepare (see
+        :func:`call_model_input_filter`)."""
         if limit is None:
             limit = getattr(self.session_settings, "limit", None)
-        items: list[Any] = (await self.client.transcript(self.session_id, for_provider=True))["messages"]
+        items: list[Any] = (await self.client.transcript(self.session_id))["messages"]
         if limit is None or limit < 0:  # a negative limit is no limit, as in the SDK's SQLiteSession
             return items
         return items[-limit:] if limit > 0 else []

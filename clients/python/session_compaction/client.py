@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import threading
 import time
 import math
 import uuid
+import weakref
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
@@ -302,6 +304,16 @@ class SessionsClient:
         # instead, and resends itself while the server is unreachable.
         self._update_client = update_client or temporal
         self._db = db
+        # The pool belongs to the event loop it was opened on (its locks and workers do). A
+        # call from any other loop (a thread with its own loop, a later asyncio.run) opens a
+        # connection of its own and closes it when it ends, cancelled or timed out included,
+        # at most `database_pool_size` at once per loop: no loop ever waits on another's lock.
+        try:
+            self._db_loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._db_loop = None
+        self._loop_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+        self._loop_slots_lock = threading.Lock()
         self._settings = dict(settings)
         #: How often compact() met the in-flight Update limit and went by signal instead.
         self.update_limit_fallbacks = 0
@@ -315,13 +327,32 @@ class SessionsClient:
 
     async def _call(self, query: str, params: Sequence[Any]) -> Any:
         try:
-            async with self._db.connection() as conn:
-                cursor = await conn.execute(query, params)
-                row = await cursor.fetchone()
+            loop = asyncio.get_running_loop()
+            if loop is self._db_loop:
+                async with self._db.connection() as conn:
+                    cursor = await conn.execute(query, params)
+                    row = await cursor.fetchone()
+            else:
+                row = await self._call_on_own_connection(loop, query, params)
         except psycopg.Error as error:
             raise from_sql_error(error) from error
         assert row is not None
         return row[0]
+
+    async def _call_on_own_connection(self, loop: asyncio.AbstractEventLoop, query: str, params: Sequence[Any]) -> Any:
+        """A call from a loop other than the pool's: its own connection, closed however the call
+        ends (a cancelled or timed-out call leaves nothing open, and nothing bound to its loop)."""
+        with self._loop_slots_lock:
+            slots = self._loop_slots.get(loop)
+            if slots is None:
+                slots = self._loop_slots[loop] = asyncio.Semaphore(self.config.database_pool_size)
+        async with slots:
+            conn = await psycopg.AsyncConnection.connect(self.config.database_url, autocommit=True)
+            try:
+                cursor = await conn.execute(query, params)
+                return await cursor.fetchone()
+            finally:
+                await asyncio.shield(conn.close())
 
     async def create_session(
         self,

@@ -20,10 +20,12 @@ from agents.testing import ModelStep, ScriptedModel, assistant_message, function
 from openai.types.responses.response_reasoning_item import ResponseReasoningItem, Summary  # noqa: E402
 
 from session_compaction import connect  # noqa: E402
-from session_compaction.agents import CompactingSession  # noqa: E402
+from session_compaction.agents import CompactingSession, call_model_input_filter  # noqa: E402
 
 set_tracing_disabled(True)
-RUN_CONFIG = RunConfig(tracing_disabled=True)
+# The session returns items as stored; the ids of a turn whose reasoning was summarised away
+# are dropped where the SDK prepares each model call (call_model_input_filter), as the README says.
+RUN_CONFIG = RunConfig(tracing_disabled=True, call_model_input_filter=call_model_input_filter)
 #: The marker every summary this service writes starts with (SUMMARY_PREFIX, src/compaction/messages.ts).
 SUMMARY_PREFIX = "[CONTEXT SUMMARY: reference only, written by session-compaction]"
 

@@ -28,12 +28,13 @@ except ImportError:  # pragma: no cover
 
 from agents import Runner
 from agents.memory import Session, SessionSettings, is_openai_responses_compaction_aware_session
+from agents.run_config import CallModelData, ModelInputData
 from agents.testing import assistant_message, function_call
 
-from session_compaction import InvalidInputError, SessionCompactionError, SessionConflictError, for_provider
-from session_compaction.agents import CompactingSession
+from session_compaction import InvalidInputError, SessionCompactionError, SessionConflictError
+from session_compaction.agents import CompactingSession, call_model_input_filter
 
-from .agents_support import RUN_CONFIG, Script, is_summary, json_equal, open_ledger_session, provider_problems, run_sync_program, user_item
+from .agents_support import RUN_CONFIG, SUMMARY_PREFIX, Script, is_summary, json_equal, open_ledger_session, provider_problems, run_sync_program, user_item
 from .conftest import run_typescript, unique_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -161,7 +162,7 @@ async def test_the_session_protocol(client):
     sid = unique_id("py-agents-protocol")
     session = await CompactingSession.open(client, sid)
     assert isinstance(session, Session) and is_openai_responses_compaction_aware_session(session)
-    assert session.session_id == sid and session.dialect == "openai-responses" and session.session_settings is None
+    assert session.session_id == sid and session.dialect == "openai-responses"
     assert (await CompactingSession.open(client, sid)).session_id == sid  # idempotent
     with pytest.raises(SessionConflictError):
         await CompactingSession.open(client, sid, compact_at_tokens=500)
@@ -179,15 +180,34 @@ async def test_the_session_protocol(client):
     await session.add_items([user_item("Read src/a.ts."), call, output, message])
     expected = [user_item("Read src/a.ts."), call.model_dump(exclude_unset=True, mode="json"), output, message.model_dump(exclude_unset=True, mode="json")]
     assert json_equal((await client.transcript(sid))["messages"], expected)  # stored exactly as given
-    # get_items is the provider view: this model turn came without reasoning, so its ids go (RS-4).
-    provider = for_provider("openai-responses", expected)
-    assert "id" not in provider[1] and "id" not in provider[3]
-    assert json_equal(await session.get_items(), provider)
+    # get_items returns the items as stored, ids included (as the SDK's own sessions do).
+    got = await session.get_items()
+    assert json_equal(got, expected) and got[1]["id"] == "fc_p1" and got[3]["id"] == "msg_p1"
+    # What the model is sent is the SDK's to prepare: call_model_input_filter drops the ids of
+    # a turn cut off from its reasoning (after the summary, or at the input's start: RS-4);
+    # this whole turn of a non-reasoning model keeps its ids.
+    def sent(items: list[Any]) -> list[Any]:
+        data = CallModelData(model_data=ModelInputData(input=items, instructions="be careful"), agent=None, context=None)
+        ready = call_model_input_filter(data)
+        assert ready.instructions == "be careful"
+        return ready.input
+
+    assert json_equal(sent(got), expected)
+    summary = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"{SUMMARY_PREFIX}\nRead src/a.ts."}]}
+    after_summary = sent([summary, expected[1], expected[2], user_item("And b?"), expected[3]])
+    assert "id" not in after_summary[1] and after_summary[4]["id"] == "msg_p1"
+    assert "id" not in sent(expected[3:])[0]  # a history cut by a limit, starting inside a turn
     assert session.last_append["count"] == 4 and session.last_append["sessionId"] == sid
-    assert json_equal(await session.get_items(limit=2), provider[-2:])
-    assert await session.get_items(limit=0) == [] and json_equal(await session.get_items(limit=-1), provider)
+    assert json_equal(await session.get_items(limit=2), expected[-2:])
+    assert await session.get_items(limit=0) == [] and json_equal(await session.get_items(limit=-1), expected)
     limited = CompactingSession(client, sid, session_settings={"limit": 1})
-    assert isinstance(limited.session_settings, SessionSettings) and json_equal(await limited.get_items(), provider[-1:])
+    assert isinstance(limited.session_settings, SessionSettings) and json_equal(await limited.get_items(), expected[-1:])
+    # Settings as the SDK's own sessions have them: empty by default, a misspelt key refused.
+    assert session.session_settings == SessionSettings()
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        CompactingSession(client, sid, session_settings={"limitt": 1})
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        await CompactingSession.open(client, sid, session_settings={"limitt": 1})
 
     # The Runner's own compaction hook: nothing without force (the service compacts at its
     # threshold); with force, the lineage's workflow compacts the head now.
@@ -329,9 +349,9 @@ async def test_pop_item_and_clear_session(client, db):
     items = history("p", 2)
 
     async def stored() -> list[Any]:
-        """The head as stored; get_items is its provider view."""
+        """The head as stored, which get_items returns."""
         messages = (await client.transcript(sid))["messages"]
-        assert json_equal(await session.get_items(), for_provider("openai-responses", messages))
+        assert json_equal(await session.get_items(), messages)
         return messages
 
     await session.add_items(items)
