@@ -70,11 +70,14 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,
   });
-  const activities = { ...compactionActivities, ...createRetentionActivities({
+  const activities = {
+    ...compactionActivities,
+    ...createRetentionActivities({
       db: database.db,
       exportDir: config.retentionExportDir,
       beforeExportWrite: options.beforeRetentionExportWrite,
-    }) };
+    }),
+  };
   const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
   if (encrypted) say('payloads and failure messages in Temporal history are encrypted (AES-256-GCM)');
   const tracingPlugin = tracing ? workerTracingPlugin() : undefined;

@@ -322,8 +322,12 @@ async def test_retention_policy_is_checked_as_in_typescript(client):
         ({"endedSessionDays": 1}, "10"), ({"endedSessionDays": 0.5, "appendKeyDays": 30}, 10),
     ]
     script = """
+    const { ScheduleNotFoundError } = require('@temporalio/client');
     const { runRetention } = require('./src/client/retention');
-    const temporal = { workflow: { execute: async () => 'started' } };
+    const temporal = {
+      schedule: { getHandle: () => ({ describe: async () => { throw new ScheduleNotFoundError('no schedule', 'x'); } }) },
+      workflow: { start: async () => ({ result: async () => 'started' }) },
+    };
     (async () => {
       const out = [];
       for (const [policy, batch] of input) {
