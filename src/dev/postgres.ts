@@ -137,7 +137,7 @@ function shmAttached(shmid: number | undefined): number {
  * program is removed, with its socket's lock file (which names the same PID and refuses a start
  * the same way) and the socket. Each wait is bounded by `timeoutMs`.
  */
-export async function recoverStaleServer(dataDir: string, log: (line: string) => void, timeoutMs = 30_000): Promise<void> {
+async function recoverStaleServer(dataDir: string, log: (line: string) => void, timeoutMs = 30_000): Promise<void> {
   const pidFile = path.join(dataDir, 'postmaster.pid');
   let lines: string[];
   try {

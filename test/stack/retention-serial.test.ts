@@ -119,7 +119,7 @@ describe('retention, one batch at a time', () => {
     const firstBatch = await n(sql`select count(*) as n from messages m join sessions s on s.id = m.session_id
                                   where s.ended_at is not null and m.id <= ${split!.first}`);
 
-    let bWaited = false;
+    let bWaited: boolean | undefined;
     const a = await stack().db.pool.connect();
     const b = await stack().db.pool.connect();
     try {
