@@ -10,16 +10,19 @@
  * - two batches held open together: the second waits for the first's commit (seen waiting on
  *   the retention lock in pg_locks), and no sequence number goes unrecorded;
  * - a manual run asked for while one is running is refused with RetentionRunningError and
- *   starts nothing; once the first ends, a manual run starts again;
+ *   starts nothing; once the first ends, a manual run starts again; the same through the
+ *   `sessions` command interrupted with SIGINT (its workflow goes on; the re-run exits 3);
  * - an append to the lineage being pruned completes while the batch's export is being written;
  * - the export is owner-only (0600), also a file an earlier run left world-readable; a lineage's exported lines start with its id, as the README says.
  */
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { manualRetentionWorkflowId } from '../../src/client/retention';
+import { PROJECT_ROOT } from '../../src/config';
 import { RetentionRunningError } from '../../src/errors';
 import { messyTranscript } from '../support/messy';
 import { uniqueId, useTestStack } from '../support/stack';
@@ -219,6 +222,42 @@ describe('retention, one batch at a time', () => {
       role: 'user',
       content: 'While retention exports: {"status": "ok"} — go on 😀',
     });
+  });
+
+  it('an interrupted `sessions retention run` goes on as its workflow; running the command again exits 3 naming it, and runs once it ended', async () => {
+    const id = uniqueId('cli-rerun');
+    await grow(id, 3);
+    const hold = holdExports();
+    const env = { ...process.env, ...stack().env };
+    const cli = (args: string[]) =>
+      spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin/sessions.js'), ...args], { env, cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const outputOf = (child: ReturnType<typeof cli>) =>
+      new Promise<{ code: number | null; stdout: string }>((resolve) => {
+        let stdout = '';
+        child.stdout!.on('data', (chunk: Buffer) => void (stdout += chunk.toString()));
+        child.once('close', (code) => resolve({ code, stdout }));
+      });
+    const workflowId = manualRetentionWorkflowId(stack().config.temporal.taskQueue);
+    try {
+      const first = cli(['retention', 'run', '--ended-days', '0', '--batch', '5', '--json']);
+      const firstExit = outputOf(first);
+      await within(hold.reached, 60_000, 'the first run reaching its export');
+      // Interrupted: the command is gone, its workflow still runs.
+      first.kill('SIGINT');
+      expect((await within(firstExit, 30_000, 'the interrupted command to exit')).code).not.toBe(0);
+      expect((await stack().temporal.workflow.getHandle(workflowId).describe()).status.name).toBe('RUNNING');
+
+      const again = await within(outputOf(cli(['retention', 'run', '--ended-days', '0', '--json'])), 60_000, 'the second command');
+      expect(again.code).toBe(3);
+      expect(JSON.parse(again.stdout)).toMatchObject({ error: { type: 'RetentionRunningError', workflowId } });
+    } finally {
+      hold.release();
+    }
+    await stack().temporal.workflow.getHandle(workflowId).result();
+    const last = await within(outputOf(cli(['retention', 'run', '--ended-days', '0', '--json'])), 60_000, 'the command after the run ended');
+    expect(last.code).toBe(0);
+    expect(JSON.parse(last.stdout)).toMatchObject({ batches: 1, messages: 0 });
+    expect(await gapsOf(id)).toBe(0);
   });
 
   it('the export is owner-only, also a file an earlier run left readable; a lineage’s lines start with its id', async () => {
