@@ -2,7 +2,7 @@
  * The retention workflow's one activity: one bounded batch of pruning, in one Postgres
  * transaction (SQL `retention_prune`, which holds the retention lock, one batch at a time per
  * database, and no lineage lock). With an export directory, the messages of the batch are
- * written there as JSON lines (one file per day, owner-only: mode 0600 in a 0700 directory)
+ * written there as JSON lines (one file per day, owner-only: mode 0600; a directory it creates, 0700)
  * before the transaction commits: a batch whose commit fails is exported again by the next
  * run, never lost unexported. Appends go on while the file is written.
  */
