@@ -122,3 +122,15 @@ export class DatabaseUnreachableError extends SessionCompactionError {
     super(`the database is unreachable at ${address}: ${reason}`);
   }
 }
+
+/**
+ * A manual retention run was asked for while one is still running (an earlier run whose
+ * caller went away, e.g. an interrupted `sessions retention run`, or a scheduled run): it
+ * would overlap it. Nothing was started. Wait for the running one (`workflowId`) to finish,
+ * or cancel it, and run again.
+ */
+export class RetentionRunningError extends SessionCompactionError {
+  constructor(public readonly workflowId: string) {
+    super(`retention is already running (workflow ${workflowId}); nothing was started: wait for that run to finish, or cancel it, then run again`);
+  }
+}

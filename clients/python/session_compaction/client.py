@@ -36,10 +36,11 @@ from temporalio.client import (
     ScheduleUpdate,
     ScheduleUpdateInput,
     WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
     WorkflowUpdateFailedError,
 )
-from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from .config import Config, load_config, temporal_connect_options
@@ -53,6 +54,7 @@ from .errors import (
     InvalidInputError,
     LineageClosedError,
     RequestLostError,
+    RetentionRunningError,
     from_failure,
     from_sql_error,
 )
@@ -79,6 +81,12 @@ CompactionMode = Literal["rotate", "in_place"]
 RETENTION_SCHEDULE_ID = "session-compaction-retention"
 RETENTION_WORKFLOW_TYPE = "retentionWorkflow"
 RETENTION_POLICY_FIELDS = ("endedSessionDays", "archivedDays", "auditDays", "appendKeyDays")
+
+
+def manual_retention_workflow_id(task_queue: str) -> str:
+    """The workflow id of a manual retention run on ``task_queue`` (manualRetentionWorkflowId,
+    src/client/retention.ts): one id, so Temporal refuses a second manual run while one runs."""
+    return f"{RETENTION_SCHEDULE_ID}-run-{task_queue}"
 _DURATION = re.compile(
     r"^(\d*\.?\d+) *(milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w|years?|yrs?|y)?$", re.IGNORECASE
 )
@@ -909,15 +917,47 @@ class SessionsClient:
         ``appendKeyDays`` (append keys: a resend after that is stored again). ``batch``: rows
         of each kind per transaction, 1 to 100000. Answers what it pruned: ``{batches,
         messages, compactions, appendKeys, prunedRanges, exported}``. Messages whose lineage
-        kept no other copy are recorded as pruned ranges, which the audit counts as pruned."""
+        kept no other copy are recorded as pruned ranges, which the audit counts as pruned.
+        Raises RetentionRunningError, starting nothing, while another manual run (from either
+        client or the CLI) or the scheduled run on the same task queue is still running."""
         retention_input = _retention_input(policy, batch)
-        result: dict[str, Any] = await self.temporal.execute_workflow(
-            RETENTION_WORKFLOW_TYPE,
-            retention_input,
-            id=f"{RETENTION_SCHEDULE_ID}-once-{uuid.uuid4()}",
-            task_queue=self.config.task_queue,
-        )
+        scheduled = await self._running_scheduled_retention()
+        if scheduled is not None:
+            raise RetentionRunningError(scheduled)
+        workflow_id = manual_retention_workflow_id(self.config.task_queue)
+        try:
+            handle = await self.temporal.start_workflow(
+                RETENTION_WORKFLOW_TYPE,
+                retention_input,
+                id=workflow_id,
+                task_queue=self.config.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError:
+            raise RetentionRunningError(workflow_id) from None
+        result: dict[str, Any] = await handle.result()
         return result
+
+    async def _running_scheduled_retention(self) -> str | None:
+        """A run the retention schedule started on this client's task queue that is still
+        running (runningScheduledRun, src/client/retention.ts): each run the schedule lists is
+        described, which is consistent, unlike visibility."""
+        try:
+            description = await self.temporal.get_schedule_handle(RETENTION_SCHEDULE_ID).describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+        action = description.schedule.action
+        if not isinstance(action, ScheduleActionStartWorkflow) or action.task_queue != self.config.task_queue:
+            return None
+        started = [getattr(execution, "workflow_id", None) for execution in description.info.running_actions]
+        started += [getattr(result.action, "workflow_id", None) for result in description.info.recent_actions]
+        for workflow_id in dict.fromkeys(w for w in started if w):
+            if (await self.temporal.get_workflow_handle(workflow_id).describe()).status == WorkflowExecutionStatus.RUNNING:
+                return workflow_id
+        return None
 
     async def schedule_retention(self, policy: Mapping[str, Any], every: str | timedelta, batch: int = 1000) -> dict[str, Any]:
         """Has Temporal run retention every ``every`` (``'24h'``, ``'1 day'`` or a ``timedelta``):

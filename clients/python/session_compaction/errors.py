@@ -84,6 +84,19 @@ class RequestLostError(SessionCompactionError):
         self.detail = detail
 
 
+class RetentionRunningError(SessionCompactionError):
+    """A manual retention run was asked for while one is still running (an earlier run whose
+    caller went away, or a scheduled run): it would overlap it. Nothing was started. Wait for
+    the running one (``workflow_id``) to finish, or cancel it, and run again."""
+
+    def __init__(self, workflow_id: str) -> None:
+        super().__init__(
+            f"retention is already running (workflow {workflow_id}); nothing was started: "
+            "wait for that run to finish, or cancel it, then run again"
+        )
+        self.workflow_id = workflow_id
+
+
 class ConnectionConfigError(SessionCompactionError):
     """A connection setting that cannot be used; ``variable`` names the environment variable."""
 

@@ -22,9 +22,9 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from session_compaction import InvalidInputError, LineageClosedError, SessionCompactionError, SessionNotFoundError
+from session_compaction import InvalidInputError, LineageClosedError, RetentionRunningError, SessionCompactionError, SessionNotFoundError
 from session_compaction.agents import CompactingSession
-from session_compaction.client import lineage_workflow_id
+from session_compaction.client import lineage_workflow_id, manual_retention_workflow_id
 
 from .conftest import PROJECT_ROOT, conversation, run_typescript, unique_id
 
@@ -311,6 +311,23 @@ async def test_run_retention_prunes_ended_sessions_keeps_the_head_and_the_audit_
     assert await rows_of(db, sid) == NONE
 
 
+async def test_a_manual_retention_run_while_one_is_running_is_refused_and_starts_nothing(client):
+    """A manual run still running (here: one no worker picks up, so it stays running) makes the
+    next manual run from this client fail with RetentionRunningError; nothing else is started."""
+    workflow_id = manual_retention_workflow_id(client.config.task_queue)
+    running = await client.temporal.start_workflow(
+        "retentionWorkflow", {"policy": {"endedSessionDays": 0}, "batch": 10}, id=workflow_id, task_queue=f"{client.config.task_queue}-nobody-polls"
+    )
+    try:
+        with pytest.raises(RetentionRunningError) as refused:
+            await asyncio.wait_for(client.run_retention({"endedSessionDays": 0}), timeout=30)
+        assert refused.value.workflow_id == workflow_id
+        assert (await running.describe()).run_id == running.result_run_id
+    finally:
+        await running.terminate("test over")
+    assert (await running.describe()).status == WorkflowExecutionStatus.TERMINATED
+
+
 async def test_retention_policy_is_checked_as_in_typescript(client):
     """The same refusals, with the same field names, as checkRetentionPolicy (src/client/retention.ts),
     run here on both sides; nothing is started."""
@@ -322,8 +339,12 @@ async def test_retention_policy_is_checked_as_in_typescript(client):
         ({"endedSessionDays": 1}, "10"), ({"endedSessionDays": 0.5, "appendKeyDays": 30}, 10),
     ]
     script = """
+    const { ScheduleNotFoundError } = require('@temporalio/client');
     const { runRetention } = require('./src/client/retention');
-    const temporal = { workflow: { execute: async () => 'started' } };
+    const temporal = {
+      schedule: { getHandle: () => ({ describe: async () => { throw new ScheduleNotFoundError('no schedule', 'x'); } }) },
+      workflow: { start: async () => ({ result: async () => 'started' }) },
+    };
     (async () => {
       const out = [];
       for (const [policy, batch] of input) {
@@ -337,12 +358,20 @@ async def test_retention_policy_is_checked_as_in_typescript(client):
     python: list[dict[str, Any]] = []
     started: list[Any] = []
 
-    async def execute(*args: Any, **kwargs: Any) -> str:
-        started.append(args)
-        return "started"
+    class Started:
+        async def result(self) -> str:
+            return "started"
 
-    original = client.temporal.execute_workflow
-    client.temporal.execute_workflow = execute  # type: ignore[method-assign]
+    async def start(*args: Any, **kwargs: Any) -> Started:
+        started.append(args)
+        return Started()
+
+    async def no_schedule() -> None:
+        return None
+
+    original = client.temporal.start_workflow, client._running_scheduled_retention
+    client.temporal.start_workflow = start  # type: ignore[method-assign,assignment]
+    client._running_scheduled_retention = no_schedule  # type: ignore[method-assign]
     try:
         for policy, batch in cases:
             try:
@@ -350,7 +379,7 @@ async def test_retention_policy_is_checked_as_in_typescript(client):
             except InvalidInputError as error:
                 python.append({"field": error.field, "name": "InvalidInputError"})
     finally:
-        client.temporal.execute_workflow = original  # type: ignore[method-assign]
+        client.temporal.start_workflow, client._running_scheduled_retention = original  # type: ignore[method-assign]
     assert python == typescript
     assert sum("ok" in r for r in python) == 1 and started[0][1] == {"policy": {"endedSessionDays": 0.5, "appendKeyDays": 30}, "batch": 10}
     # JSON cannot carry these; the rule is the same (a finite number).

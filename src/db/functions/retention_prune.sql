@@ -9,8 +9,14 @@
 --   only once its parent's rows are gone;
 -- - append keys older than appendKeyDays (a resend after that is stored again).
 -- Messages deleted whose lineage holds no other copy are recorded in pruned_messages as
--- ranges. Answers {messages, compactions, appendKeys, prunedRanges, more} (`more`: a kind
--- filled its batch, run again); with p_export, also `exported`: the messages deleted, as
+-- ranges. One batch at a time per database: a batch first takes a transaction-scoped advisory
+-- lock (key 727002) and a second batch waits for the first to commit (at most 60 s, then it
+-- fails and its caller retries). Two batches at once would each see the other's not yet
+-- deleted copy of a message, and neither would record it as pruned: the audit would count a
+-- gap. No lineage lock is taken (pruned_messages has no foreign key, migration 0018): appends
+-- go on while a batch's caller writes its export before the commit.
+-- Answers {messages, compactions, appendKeys, prunedRanges, more} (`more`: a kind filled its
+-- batch, run again); with p_export, also `exported`: the messages deleted, as
 -- [{lineageId, sessionId, seq, lineageSeq, createdAt, message}], for the caller to write
 -- out before it commits.
 CREATE OR REPLACE FUNCTION retention_prune(p_policy jsonb, p_batch integer DEFAULT 1000, p_export boolean DEFAULT false) RETURNS jsonb
@@ -29,6 +35,7 @@ DECLARE
   n_keys integer := 0;
   n_ranges integer := 0;
   exported jsonb;
+  prior_lock_timeout text := current_setting('lock_timeout');
 BEGIN
   IF p_policy IS NULL OR jsonb_typeof(p_policy) <> 'object' THEN
     PERFORM sc_invalid('policy', 'must be an object of {endedSessionDays, archivedDays, auditDays, appendKeyDays}');
@@ -36,6 +43,14 @@ BEGIN
   IF p_batch IS NULL OR p_batch < 1 THEN
     PERFORM sc_invalid('batch', 'must be a positive whole number');
   END IF;
+  PERFORM set_config('lock_timeout', '60s', true);
+  BEGIN
+    PERFORM pg_advisory_xact_lock(727002);
+  EXCEPTION WHEN lock_not_available THEN
+    RAISE EXCEPTION 'another retention batch has held the retention lock for 60 s; this batch pruned nothing (retry once it commits)'
+      USING ERRCODE = 'lock_not_available';
+  END;
+  PERFORM set_config('lock_timeout', prior_lock_timeout, true);
   CREATE TEMP TABLE IF NOT EXISTS sc_doomed (id bigint PRIMARY KEY, lineage_id text, lineage_seq integer) ON COMMIT DROP;
   TRUNCATE sc_doomed;
   INSERT INTO sc_doomed
