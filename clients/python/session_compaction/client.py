@@ -41,6 +41,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from .config import Config, load_config, temporal_connect_options
+from .payloads import DATA_CONVERTER
 from .dialects import DIALECTS, DialectName, message_texts
 from .dialects import for_provider as for_provider_view
 from .text import check_json, check_messages, check_text
@@ -960,11 +961,11 @@ async def connect(
     workflow does not know (RequestLostError)."""
     config = config or load_config(env)
     options = temporal_connect_options(config)
-    temporal = await Client.connect(config.temporal_address, **options)  # type: ignore[arg-type]
+    temporal = await Client.connect(config.temporal_address, **options, data_converter=DATA_CONVERTER)  # type: ignore[arg-type]
     # At most one immediate resend (max_retries=0 does not turn retries off: it is read as the
     # default), so the in-flight limit's refusal reaches compact() within milliseconds.
     no_retry = RetryConfig(max_retries=1, initial_interval_millis=1, max_interval_millis=1, max_elapsed_time_millis=1)
-    update_client = await Client.connect(config.temporal_address, **options, retry_config=no_retry)  # type: ignore[arg-type]
+    update_client = await Client.connect(config.temporal_address, **options, retry_config=no_retry, data_converter=DATA_CONVERTER)  # type: ignore[arg-type]
     # A pool, so concurrent calls (25 compactions at once read their lineage first) do not
     # queue behind one connection. Each function call is its own transaction (autocommit).
     db = AsyncConnectionPool(config.database_url, min_size=1, max_size=config.database_pool_size, kwargs={"autocommit": True}, open=False)

@@ -92,6 +92,21 @@ class ConnectionConfigError(SessionCompactionError):
         self.variable = variable
 
 
+class PayloadKeysMissingError(SessionCompactionError):
+    """The deployment encrypts what it puts in Temporal history (PAYLOAD_ENCRYPTION_KEYS,
+    AES-GCM) and this client cannot read it: the Python client has no payload codec yet.
+    ``key_id`` is the key the payload was encrypted with. As PayloadKeysMissingError of
+    src/errors.ts; the request may have run: read its answer with a client that has the keys."""
+
+    def __init__(self, key_id: str | None = None) -> None:
+        super().__init__(
+            "the deployment encrypts its Temporal payloads"
+            + (f" (key {json.dumps(key_id)})" if key_id else "")
+            + " and this client has no PAYLOAD_ENCRYPTION_KEYS (the Python client cannot decrypt yet): use a client with the keys the worker uses"
+        )
+        self.key_id = key_id
+
+
 def from_sql_error(error: BaseException) -> BaseException:
     """Maps an error of a data-plane SQL function (SQLSTATE SCnnn, DETAIL JSON) to its typed error."""
     sqlstate = getattr(error, "sqlstate", None)
