@@ -7,7 +7,6 @@
  * first line and no configured secret; never the original error's stack or cause.
  */
 import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
-import { dataPlaneError } from '../db/data-plane';
 import { typedDatabaseError } from '../db/errors';
 import { DatabaseQueryError, DatabaseUnreachableError, SessionCompactionError } from '../errors';
 import { redactSecrets } from '../secrets';
@@ -31,7 +30,7 @@ function activityFailure(error: unknown, context: FailureContext): unknown {
     if (error instanceof ApplicationFailure) error.message = redactSecrets(error.message, context.secrets);
     return error;
   }
-  const typed = typedDatabaseError(dataPlaneError(error), context.databaseUrl);
+  const typed = typedDatabaseError(error, context.databaseUrl);
   if (typed instanceof DatabaseQueryError) {
     const message = `database error ${typed.code ?? 'without SQLSTATE'}: ${typed.message}`;
     return ApplicationFailure.create({ message, type: 'DatabaseError', nonRetryable: typed.code !== undefined && REFUSED_FOR_GOOD.has(typed.code) });

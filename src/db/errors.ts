@@ -135,7 +135,8 @@ function sqlStateOf(error: unknown): string | undefined {
   const seen = new Set<unknown>();
   for (let e: unknown = error; isObject(e) && !seen.has(e); e = e.cause) {
     seen.add(e);
-    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code;
+    // Five characters, and no Node errno (EPIPE, EPERM, EROFS: no SQLSTATE class starts with E).
+    if (typeof e.code === 'string' && /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(e.code)) return e.code;
   }
   return undefined;
 }
