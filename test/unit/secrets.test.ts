@@ -60,7 +60,7 @@ describe('summariser failures: classified, with the HTTP status, never the provi
     server = http.createServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        const echoed = `${req.headers.authorization ?? ''} ${req.headers['x-api-key'] ?? ''}`.trim();
+        const echoed = `${req.headers.authorization ?? ''} ${String(req.headers['x-api-key'] ?? '')}`.trim();
         res.writeHead(next.status, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ type: 'error', error: { message: `PROVIDER-BODY: bad key ${echoed}`, type: next.code ?? 'error', code: next.code ?? null } }));
       });
