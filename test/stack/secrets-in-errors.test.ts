@@ -6,6 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
@@ -146,6 +147,41 @@ describe('an LLM gateway that echoes the API key in its 401', () => {
     expect(result.reason).toBe('summariser failed: auth (HTTP 401, invalid_api_key): the endpoint refused the API key');
     expect(compactionPage).toContain('auth (HTTP 401, invalid_api_key)');
     expect(history).toContain('auth (HTTP 401, invalid_api_key)');
+  });
+});
+
+describe('reasons an earlier release recorded', () => {
+  it('lose the provider body and the parameters they quoted (migration 0017), keeping the status or SQLSTATE', async () => {
+    stack = await startTestStack({ noWorker: true });
+    const id = uniqueId('old-reasons');
+    await stack.client.createSession({ sessionId: id });
+    const key = `sk-proj-${randomBytes(24).toString('hex')}`;
+    const old = {
+      auth: `summariser failed: LLM endpoint answered 401: 401 Incorrect API key provided: ${key}`,
+      unreachable: `summariser failed: LLM endpoint unreachable: getaddrinfo ENOTFOUND gateway?key=${key}`,
+      other: `summariser failed: summariser failed: request to https://gw/?key=${key} failed`,
+      database: `database failed: database error 22P02: invalid input syntax for type integer: "${CARD}"`,
+      params: `compaction failed: Failed query: select sc_compaction_commit($1::jsonb) as answer\nparams: {"summary":"card ${CARD}"}`,
+      recent: 'summariser failed: auth (HTTP 401, invalid_api_key): the endpoint refused the API key',
+      refused: 'nothing to summarise: all 4 messages fit in the kept head and tail',
+    };
+    for (const [name, reason] of Object.entries(old)) {
+      await stack.db.db.execute(
+        sql`insert into compactions (id, lineage_id, parent_session_id, generation, request_ids, trigger, outcome, reason) values (${`${id}/${name}`}, ${id}, ${id}, 0, '[]'::jsonb, 'update', ${name === 'refused' ? 'refused' : 'aborted'}, ${reason})`,
+      );
+    }
+    // The migration as the database applied it (it ran on this database's template before the rows existed).
+    await stack.db.db.execute(sql.raw(readFileSync(path.join(PROJECT_ROOT, 'src/db/migrations/0017_classified_reasons.sql'), 'utf8')));
+    const rows = Object.fromEntries((await auditRows(stack.db.db, id)).map((r) => [r.id.slice(id.length + 1), r.reason]));
+    expect(rows).toEqual({
+      auth: "summariser failed: HTTP 401: the provider's message is not kept (recorded before failures were classified)",
+      unreachable: 'summariser failed: connection: the endpoint could not be reached',
+      other: 'summariser failed: other: the call failed (its message is not kept)',
+      database: "database failed: database error 22P02: the database's message is not kept (recorded before failures were classified)",
+      params: 'compaction failed: its message is not kept (recorded before failures were classified)',
+      recent: old.recent,
+      refused: old.refused,
+    });
   });
 });
 
