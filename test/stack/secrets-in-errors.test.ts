@@ -192,7 +192,7 @@ describe('a statement the database refuses while it holds the appended batch', (
     await stack.client.createSession({ sessionId: id });
     // The fault: the database refuses to store any more messages (as a full disk would).
     await stack.db.db.execute(
-      sql.raw(`create function test_refuse_insert() returns trigger language plpgsql as $$ begin raise exception 'could not extend file: No space left on device' using errcode = '53100'; end $$;
+      sql.raw(`create function test_refuse_insert() returns trigger language plpgsql as $$ begin raise exception 'could not extend file: No space left on device' using errcode = '53100', detail = 'Failing row contains ' || new.body::text; end $$;
         create trigger test_refuse_insert before insert on messages for each row execute function test_refuse_insert();`),
     );
     try {

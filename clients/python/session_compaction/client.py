@@ -53,6 +53,7 @@ from .errors import (
     LineageClosedError,
     RequestLostError,
     from_failure,
+    database_query_error,
     from_sql_error,
 )
 from .rpc_errors import is_run_ended_error, is_transient_connection_error, is_update_limit_error, is_workflow_not_found_error
@@ -315,12 +316,21 @@ class SessionsClient:
     # ---- data plane (SQL functions) -------------------------------------------------------
 
     async def _call(self, query: str, params: Sequence[Any]) -> Any:
+        failure: BaseException | None = None
         try:
             async with self._db.connection() as conn:
                 cursor = await conn.execute(query, params)
                 row = await cursor.fetchone()
         except psycopg.Error as error:
-            raise from_sql_error(error) from error
+            failure = from_sql_error(error)
+            if failure is error:
+                failure = database_query_error(error, query)
+            if failure is error:
+                raise
+        if failure is not None:
+            # Raised outside the handler: the driver's error (its DETAIL and CONTEXT may quote
+            # the statement's values, a refused row whole) is neither its cause nor its context.
+            raise failure
         assert row is not None
         return row[0]
 
