@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { DEFAULT_MESSAGE_LIMITS, type MessageLimits } from './compaction/message-schema';
 import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY } from './db/session-store';
+import { secretsFromEnv } from './secrets';
 
 export const PROJECT_ROOT = path.resolve(__dirname, '..');
 /** Repo-local, git-ignored state of the dev stack (Postgres data, Temporal's SQLite file). */
@@ -207,6 +208,12 @@ export interface Config {
   autoCompaction: AutoCompactionPolicy;
   /** Where retention exports the messages it prunes (JSON lines) before deleting them; none: not exported. */
   retentionExportDir?: string;
+  /**
+   * Every secret value this configuration read (both LLM providers' keys, the Temporal API key,
+   * the codec and inspector tokens, the payload encryption keys, the database password):
+   * redacted from any error text the service stores, logs or traces (src/secrets.ts).
+   */
+  secrets: readonly string[];
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -269,5 +276,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       resendAfterMs: intFrom(env, 'AUTO_COMPACTION_RESEND_MS', DEFAULT_AUTO_COMPACTION_POLICY.resendAfterMs),
       maxFollowUps: intFrom(env, 'AUTO_COMPACTION_MAX_FOLLOW_UPS', DEFAULT_AUTO_COMPACTION_POLICY.maxFollowUps),
     },
+    secrets: secretsFromEnv(env),
   };
 }

@@ -134,3 +134,37 @@ export class RetentionRunningError extends SessionCompactionError {
     super(`retention is already running (workflow ${workflowId}); nothing was started: wait for that run to finish, or cancel it, then run again`);
   }
 }
+
+/**
+ * Postgres failed a statement for a reason other than not being reachable: it refused a value,
+ * ran out of room, was cancelled, or a constraint held. `operation` names the data plane's SQL
+ * function (session_append, ...) or the statement's first words; `code` is the SQLSTATE when
+ * the server gave one; `reason` is the server's message with every quoted value blanked. Never
+ * a statement's parameters (an appended batch, a summary): the driver's own error, which holds
+ * them, is not kept. Operational: not in USER_ERROR_TYPES.
+ */
+export class DatabaseQueryError extends SessionCompactionError {
+  constructor(
+    public readonly operation: string,
+    public readonly reason: string,
+    public readonly code?: string,
+  ) {
+    super(`the database failed ${operation}: ${reason}${code ? ` (SQLSTATE ${code})` : ''}`);
+  }
+}
+
+/**
+ * The deployment encrypts what it puts in Temporal history (PAYLOAD_ENCRYPTION_KEYS, AES-GCM)
+ * and this client cannot read it: it has no payload keys, or not the key (`keyId`) the answer
+ * was encrypted with. Configure the client with the worker's PAYLOAD_ENCRYPTION_KEYS. The
+ * request may have run: send it again with the same request id once the keys are set.
+ */
+export class PayloadKeysMissingError extends SessionCompactionError {
+  constructor(public readonly keyId?: string) {
+    super(
+      keyId === undefined
+        ? 'the deployment encrypts its Temporal payloads and this client has no PAYLOAD_ENCRYPTION_KEYS: configure the keys the worker uses'
+        : `the deployment encrypted a payload with key ${JSON.stringify(keyId)}, which this client's PAYLOAD_ENCRYPTION_KEYS lack: configure the keys the worker uses`,
+    );
+  }
+}

@@ -15,6 +15,7 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { OpenTelemetryPlugin, OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { Summariser } from './activities/summariser';
+import { typedDatabaseError } from './db/errors';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const api = () => require('@opentelemetry/api') as typeof import('@opentelemetry/api');
@@ -79,8 +80,12 @@ export async function withSpan<T>(name: string, attributes: otel.Attributes, fn:
     try {
       return await fn();
     } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: api().SpanStatusCode.ERROR, message: (error as Error).message });
+      // The span gets the typed error's name and message only: a driver's error (its message
+      // and stack) holds the statement's parameters, a commit's summary and ledger.
+      const typed = typedDatabaseError(error, undefined);
+      const recorded = typed instanceof Error ? { name: typed.name, message: typed.message } : { name: 'Error', message: String(typed) };
+      span.recordException(recorded);
+      span.setStatus({ code: api().SpanStatusCode.ERROR, message: recorded.message });
       throw error;
     } finally {
       span.end();

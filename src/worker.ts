@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
+import { withActivityFailures } from './activities/failures';
 import { createRetentionActivities, type RetentionActivityDeps } from './activities/retention';
 import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
@@ -53,6 +54,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
       stallTimeoutMs: config.compaction.stallTimeoutMs,
       requestTimeoutMs: config.compaction.requestTimeoutMs,
       streamTimeoutMs: config.compaction.attemptTimeoutMs,
+      secrets: config.secrets,
     });
   // With tracing on, the LLM call gets its own span under the activity's.
   const summariser = tracing ? tracedSummariser(untraced) : untraced;
@@ -70,14 +72,18 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,
   });
-  const activities = {
-    ...compactionActivities,
-    ...createRetentionActivities({
-      db: database.db,
-      exportDir: config.retentionExportDir,
-      beforeExportWrite: options.beforeRetentionExportWrite,
-    }),
-  };
+  // Failures go to history, the log and spans without a statement's parameters or a secret.
+  const activities = withActivityFailures(
+    {
+      ...compactionActivities,
+      ...createRetentionActivities({
+        db: database.db,
+        exportDir: config.retentionExportDir,
+        beforeExportWrite: options.beforeRetentionExportWrite,
+      }),
+    },
+    { secrets: config.secrets, databaseUrl: config.databaseUrl },
+  );
   const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
   if (encrypted) say('payloads and failure messages in Temporal history are encrypted (AES-256-GCM)');
   const tracingPlugin = tracing ? workerTracingPlugin() : undefined;

@@ -7,7 +7,6 @@
  * of a lost one, never commits a second child.
  */
 import { Context, log } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
 import type { JsonValue } from '../compaction/json';
 import { dialectOf, type Message } from '../compaction/dialects';
 import { runGates } from '../compaction/gates';
@@ -104,33 +103,13 @@ function lineageRange(rows: ReadonlyArray<{ lineageSeq: number | null }>): { fro
   return seqs.length > 0 ? { fromSeq: Math.min(...seqs), toSeq: Math.max(...seqs) } : undefined;
 }
 
-/**
- * SQLSTATEs of a write the database will refuse on every attempt (a value it cannot store):
- * the job fails at once, named as a database failure, instead of retrying to its limit.
- */
-const REFUSED_FOR_GOOD = new Set(['22P05', '22021', '22P02', '22001', '22003', '54000']);
-
-/** A failure of the job's own reads and writes, typed `DatabaseError` so the abort's reason names the database, not the summariser. */
-function asDatabaseFailure(error: unknown): unknown {
-  if (error instanceof ApplicationFailure || !(error instanceof Error)) return error;
-  let e: unknown = error;
-  while (e && typeof (e as { code?: unknown }).code !== 'string') e = (e as { cause?: unknown }).cause;
-  const code = (e as { code?: string } | undefined)?.code;
-  if (!code || !/^[0-9A-Z]{5}$/.test(code) || code.startsWith('SC')) return error;
-  const message = `database error ${code}: ${(e as Error).message}`;
-  return REFUSED_FOR_GOOD.has(code) ? ApplicationFailure.nonRetryable(message, 'DatabaseError') : ApplicationFailure.retryable(message, 'DatabaseError');
-}
-
 export function createCompactionActivities(deps: CompactionActivityDeps) {
   const heartbeat = deps.heartbeat ?? ((details: unknown) => Context.current().heartbeat(details));
   const policy = deps.autoCompaction;
 
   async function compactSession(input: CompactSessionInput): Promise<Answer> {
-    try {
-      return writeJobAnswer(await compactSessionOnce(input));
-    } catch (error) {
-      throw asDatabaseFailure(error);
-    }
+    // A failure is made fit for history, logs and spans by the worker (activities/failures.ts).
+    return writeJobAnswer(await compactSessionOnce(input));
   }
 
   async function compactSessionOnce(input: CompactSessionInput): Promise<Answer> {
@@ -384,9 +363,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
    */
   async function recordAbortedCompaction(input: CompactionJob & { reason: string }): Promise<Answer> {
     const { reason, ...job } = input;
-    const settled = await abortJob(deps.db, job, deps.summariser.model, reason, policy).catch((error: unknown) => {
-      throw asDatabaseFailure(error);
-    });
+    const settled = await abortJob(deps.db, job, deps.summariser.model, reason, policy);
     if (settled.outcome === 'aborted') return writeJobAnswer({ ...settled, reason });
     // A lost attempt committed this job: its answer is the commit's.
     return writeJobAnswer({ ...settled, previousSessionId: settled.sessionId !== job.parentSessionId ? job.parentSessionId : undefined });

@@ -6,11 +6,12 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import Anthropic from '@anthropic-ai/sdk';
-import OpenAI, { APIConnectionError, APIError, APIUserAbortError } from 'openai';
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { extractiveSummary } from '../compaction/extractive-summary';
 import { buildSummaryPrompt, chunkMiddle, instructionMessage, type SummaryPrefix, type SummaryRequest } from '../compaction/summary-prompt';
 import type { Dialect, DialectName, Message } from '../compaction/dialects';
 import type { LlmConfig } from '../config';
+import { redactSecrets } from '../secrets';
 
 export interface SummaryResult {
   text: string;
@@ -54,31 +55,90 @@ function retryAfterMs(headers: Headers | undefined): number | undefined {
   return undefined;
 }
 
+/** What went wrong with a summariser call, as stored in a job's reason (never the provider's own text). */
+type SummariserFailureKind = 'auth' | 'quota' | 'rate limit' | 'timeout' | 'bad request' | 'server error' | 'connection' | 'stalled' | 'other';
+
+const KIND_DETAIL: Record<SummariserFailureKind, string> = {
+  auth: 'the endpoint refused the API key',
+  quota: "the account's quota is used up",
+  'rate limit': 'too many requests',
+  timeout: 'the request timed out',
+  'bad request': 'the endpoint refused the request',
+  'server error': 'the endpoint failed',
+  connection: 'the endpoint could not be reached',
+  stalled: 'the stream went silent for longer than COMPACTION_STALL_TIMEOUT_MS',
+  other: 'the call failed',
+};
+
+/** A provider's error code or type (`invalid_api_key`, `overloaded_error`) when it is a short token: never free text. */
+function providerCode(error: unknown, secrets: readonly string[]): string | undefined {
+  const e = error as { code?: unknown; type?: unknown; error?: { type?: unknown; error?: { type?: unknown } } };
+  for (const candidate of [e.code, e.type, e.error?.error?.type, e.error?.type]) {
+    if (typeof candidate === 'string' && /^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(candidate) && redactSecrets(candidate, secrets) === candidate) return candidate;
+  }
+  return undefined;
+}
+
+/**
+ * The reason stored for a failed summariser call: its kind, the provider's HTTP status and
+ * error code when it gave them. Never the provider's message or body (a gateway may echo the
+ * key it was sent) and never a configured secret.
+ */
+function summariserFailureMessage(kind: SummariserFailureKind, status?: number, code?: string): string {
+  return `${kind}${status !== undefined ? ` (HTTP ${status}${code ? `, ${code}` : ''})` : code ? ` (${code})` : ''}: ${KIND_DETAIL[kind]}`;
+}
+
+function summariserFailure(
+  kind: SummariserFailureKind,
+  type: string,
+  retryable: boolean,
+  status?: number,
+  code?: string,
+  nextRetryDelay?: number,
+): ApplicationFailure {
+  return ApplicationFailure.create({
+    message: summariserFailureMessage(kind, status, code),
+    type,
+    nonRetryable: !retryable,
+    details: [{ kind, ...(status !== undefined ? { status } : {}), ...(code ? { code } : {}) }],
+    ...(nextRetryDelay !== undefined ? { nextRetryDelay } : {}),
+  });
+}
+
 /**
  * Maps an error of an LLM client (openai or @anthropic-ai/sdk: both carry `status` and
- * `headers` on API errors) to a Temporal failure that says whether to retry.
+ * `headers` on API errors) to a Temporal failure that says whether to retry, classified
+ * (summariserFailureMessage): the provider's text goes nowhere, `secrets` not even in a code.
  */
-function classifySummariserError(error: unknown): ApplicationFailure {
+function classifySummariserError(error: unknown, secrets: readonly string[]): ApplicationFailure {
   if (error instanceof ApplicationFailure) return error;
   const status = (error as { status?: unknown }).status;
   if ((error instanceof APIError || error instanceof Anthropic.APIError) && typeof status === 'number') {
-    const detail = `LLM endpoint answered ${status}: ${(error as Error).message}`;
-    if (status === 401 || status === 403) return ApplicationFailure.nonRetryable(detail, 'SummariserAuthError');
+    const code = providerCode(error, secrets);
+    if (status === 401 || status === 403) return summariserFailure('auth', 'SummariserAuthError', false, status, code);
     if (status === 429) {
-      const code = (error as { code?: unknown }).code ?? (error as { error?: { error?: { type?: unknown } } }).error?.error?.type;
-      if (code === 'insufficient_quota') return ApplicationFailure.nonRetryable(detail, 'SummariserQuotaError');
+      if (code === 'insufficient_quota') return summariserFailure('quota', 'SummariserQuotaError', false, status, code);
       const delay = retryAfterMs((error as { headers?: Headers }).headers);
-      return ApplicationFailure.create({ message: detail, type: 'SummariserRateLimited', nextRetryDelay: delay });
+      return summariserFailure('rate limit', 'SummariserRateLimited', true, status, code, delay);
     }
-    if (status >= 500 || status === 529) return ApplicationFailure.retryable(detail, 'SummariserServerError');
-    if (status === 408 || status === 409) return ApplicationFailure.retryable(detail, 'SummariserServerError');
-    return ApplicationFailure.nonRetryable(detail, 'SummariserInvalidRequest');
+    if (status === 402) return summariserFailure('quota', 'SummariserQuotaError', false, status, code);
+    if (status === 408) return summariserFailure('timeout', 'SummariserServerError', true, status, code);
+    if (status >= 500 || status === 409) return summariserFailure('server error', 'SummariserServerError', true, status, code);
+    return summariserFailure('bad request', 'SummariserInvalidRequest', false, status, code);
+  }
+  if (error instanceof APIConnectionTimeoutError || error instanceof Anthropic.APIConnectionTimeoutError) {
+    return summariserFailure('timeout', 'SummariserConnectionError', true);
   }
   if (error instanceof APIConnectionError || error instanceof Anthropic.APIConnectionError) {
-    return ApplicationFailure.retryable(`LLM endpoint unreachable: ${(error as Error).message}`, 'SummariserConnectionError');
+    return summariserFailure('connection', 'SummariserConnectionError', true);
   }
-  const message = error instanceof Error ? error.message : String(error);
-  return ApplicationFailure.retryable(`summariser failed: ${message}`, 'SummariserError');
+  return summariserFailure(
+    'other',
+    'SummariserError',
+    true,
+    undefined,
+    error instanceof Error && /^[A-Za-z]\w{0,63}$/.test(error.name) ? error.name : undefined,
+  );
 }
 
 /**
@@ -225,6 +285,8 @@ export interface OpenAiSummariserOptions {
   requestTimeoutMs: number;
   /** Bound for a stream, which the stall watchdog watches; defaults to the client's own. */
   streamTimeoutMs?: number;
+  /** Every configured secret (Config.secrets), kept out of failure codes; the API key is always among them. */
+  secrets?: readonly string[];
 }
 
 /** The summariser on an LLM: the Chat Completions or Responses API of an OpenAI-compatible endpoint, or Anthropic's Messages API (`config.api`). */
@@ -236,6 +298,7 @@ export function createLlmSummariser(config: LlmConfig, options: OpenAiSummariser
   const api =
     config.api === 'anthropic' ? 'Anthropic Messages API' : config.api === 'responses' ? 'OpenAI Responses API' : 'OpenAI-compatible Chat Completions API';
   const dialect: DialectName = config.api === 'anthropic' ? 'anthropic' : config.api === 'responses' ? 'openai-responses' : 'openai-chat';
+  const secrets = [...(options.secrets ?? []), ...(config.apiKey ? [config.apiKey] : [])];
   return {
     model: config.model,
     speaks: (name) => name === dialect,
@@ -268,10 +331,10 @@ export function createLlmSummariser(config: LlmConfig, options: OpenAiSummariser
         return result;
       } catch (error) {
         if (stall.signal.aborted && !context.signal.aborted) {
-          throw ApplicationFailure.retryable(`the LLM stream was silent for ${options.stallTimeoutMs} ms`, 'SummariserStalled');
+          throw summariserFailure('stalled', 'SummariserStalled', true);
         }
         if (context.signal.aborted || error instanceof APIUserAbortError || error instanceof Anthropic.APIUserAbortError) throw error;
-        throw classifySummariserError(error);
+        throw classifySummariserError(error, secrets);
       } finally {
         clearTimeout(watchdog);
       }

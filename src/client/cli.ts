@@ -9,8 +9,16 @@ import type { DialectName } from '../compaction/dialects';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
-import { CallTimeoutError, DatabaseUnreachableError, InvalidInputError, RequestLostError, RetentionRunningError, SessionCompactionError } from '../errors';
-import { databaseErrorFrom, queryErrorMessage } from './database-errors';
+import {
+  CallTimeoutError,
+  DatabaseQueryError,
+  DatabaseUnreachableError,
+  InvalidInputError,
+  RequestLostError,
+  RetentionRunningError,
+  SessionCompactionError,
+} from '../errors';
+import { typedDatabaseError } from '../db/errors';
 import { runDoctor } from './doctor';
 import { parseCompactAt, parseTimeoutSeconds, parseWholeNumber } from './numbers';
 import { formatProgress } from './progress';
@@ -387,16 +395,16 @@ async function run(
 /** 3: wait for the request or send it again (or for the running retention); 1: operational (the database unreachable, ...); 2: bad input or an unknown session. */
 function exitCodeOf(error: unknown): number {
   if (error instanceof CallTimeoutError || error instanceof RequestLostError || error instanceof RetentionRunningError) return 3;
-  if (error instanceof DatabaseUnreachableError) return 1;
+  if (error instanceof DatabaseUnreachableError || error instanceof DatabaseQueryError) return 1;
   if (error instanceof SessionCompactionError || error instanceof UsageError) return 2;
   return 1;
 }
 
 /** Prints `error` (on stderr, and as JSON on stdout with --json) and returns the exit code. */
 function report(error: unknown, json: boolean, databaseUrl: string | undefined, out: (text: string) => void, err: (text: string) => void): number {
-  const mapped = databaseErrorFrom(error, databaseUrl);
   // A failed query's message without its parameters (for an append, every message of the batch).
-  const message = queryErrorMessage(mapped);
+  const mapped = typedDatabaseError(error, databaseUrl);
+  const message = mapped instanceof Error ? mapped.message : String(mapped);
   if (json) {
     const fields = mapped && typeof mapped === 'object' ? (mapped as { field?: unknown; requestId?: unknown }) : {};
     const type = mapped instanceof UsageError ? 'UsageError' : mapped instanceof Error ? mapped.name : 'Error';
@@ -410,6 +418,7 @@ function report(error: unknown, json: boolean, databaseUrl: string | undefined, 
             ...(mapped instanceof CallTimeoutError || mapped instanceof RequestLostError ? { requestId: fields.requestId } : {}),
             ...(mapped instanceof DatabaseUnreachableError ? { address: mapped.address, ...(mapped.code ? { code: mapped.code } : {}) } : {}),
             ...(mapped instanceof RetentionRunningError ? { workflowId: mapped.workflowId } : {}),
+            ...(mapped instanceof DatabaseQueryError ? { operation: mapped.operation, ...(mapped.code ? { code: mapped.code } : {}) } : {}),
           },
         },
         null,

@@ -13,6 +13,7 @@ import type { Config } from '../config';
 import { MIGRATIONS_DIR } from '../db/database';
 import { describeTemporalSecurity, clientConnectionOptions, type TemporalConnectionOptions } from '../temporal-connection';
 import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { redactSecrets } from '../secrets';
 
 export interface Check {
   name: string;
@@ -239,9 +240,10 @@ async function checkLlm(config: Config): Promise<Check> {
       };
     }
     if (error instanceof APIError && error.status !== undefined) {
-      return { name: 'summariser', ok: false, detail: `${where} answered ${error.status}: ${error.message}` };
+      // The provider's message may quote the key it was sent (some gateways echo it).
+      return { name: 'summariser', ok: false, detail: redactSecrets(`${where} answered ${error.status}: ${error.message}`, config.secrets) };
     }
-    return { name: 'summariser', ok: false, detail: `cannot reach ${where} (${reason(error)}). Check OPENAI_BASE_URL.` };
+    return { name: 'summariser', ok: false, detail: redactSecrets(`cannot reach ${where} (${reason(error)}). Check OPENAI_BASE_URL.`, config.secrets) };
   }
 }
 

@@ -13,9 +13,10 @@ import { type MessageLimits, parseMessages } from '../compaction/message-schema'
 import { checkText, codePointLength } from '../compaction/text';
 import { isJsonObject } from '../compaction/json';
 import { type Ledger, ledgerFrom } from '../compaction/ledger';
-import { encryptedDataConverter } from '../codec/aes-gcm-codec';
+import { encryptedDataConverter, payloadKeysMissing } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
 import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
+import { typedDatabaseError } from '../db/errors';
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
 import { LineagePoller } from './answer-poller';
@@ -646,4 +647,33 @@ export class SessionsClient {
   private startOptions(lineage: store.LineageInfo) {
     return lineageStartOptions(lineage, this.settings, this.config.temporal.taskQueue);
   }
+}
+
+/**
+ * What a caller of the library sees of a failure: an answer it cannot read for want of payload
+ * keys as a PayloadKeysMissingError; a database failure as a typed error that carries no
+ * statement parameter (src/db/errors.ts: drizzle's own error holds the whole appended batch);
+ * every other error as it is.
+ */
+function callerError(error: unknown, databaseUrl: string): unknown {
+  return payloadKeysMissing(error) ?? typedDatabaseError(error, databaseUrl);
+}
+
+// Every method's failure goes through callerError, whichever statement or call it came from.
+for (const name of Object.getOwnPropertyNames(SessionsClient.prototype)) {
+  const descriptor = Object.getOwnPropertyDescriptor(SessionsClient.prototype, name);
+  if (name === 'constructor' || typeof descriptor?.value !== 'function') continue;
+  const method = descriptor.value as (this: SessionsClient, ...args: unknown[]) => unknown;
+  Object.defineProperty(SessionsClient.prototype, name, {
+    ...descriptor,
+    value(this: SessionsClient, ...args: unknown[]): unknown {
+      const databaseUrl = (this as unknown as { config: Config }).config.databaseUrl;
+      try {
+        const result = method.apply(this, args);
+        return result instanceof Promise ? result.catch((error: unknown) => Promise.reject(callerError(error, databaseUrl))) : result;
+      } catch (error) {
+        throw callerError(error, databaseUrl);
+      }
+    },
+  });
 }

@@ -7,8 +7,9 @@
  */
 import path from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { type Payload, type PayloadCodec, ValueError } from '@temporalio/common';
+import type { Payload, PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
+import { PayloadKeysMissingError } from '../errors';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 const KEY_ID = 'encryption-key-id';
@@ -74,7 +75,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
       if (fromBytes(payload.metadata?.encoding) !== ENCRYPTED_ENCODING) return payload;
       const keyId = fromBytes(payload.metadata?.[KEY_ID]);
       const key = keyId ? this.byId.get(keyId) : undefined;
-      if (!key) throw new ValueError(`payload encrypted with key ${JSON.stringify(keyId)}, which is not configured`);
+      if (!key) throw new PayloadKeysMissingError(keyId ?? '');
       const data = Buffer.from(payload.data ?? new Uint8Array());
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
@@ -102,4 +103,20 @@ const FAILURE_CONVERTER_PATH = path.join(__dirname, 'failure-converter.js');
 export function encryptedDataConverter(spec: string | undefined): { payloadCodecs: AesGcmPayloadCodec[]; failureConverterPath: string } | undefined {
   const codec = codecFromKeys(spec);
   return codec ? { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH } : undefined;
+}
+
+/**
+ * The PayloadKeysMissingError behind `error`, if reading an answer failed for want of payload
+ * keys: the SDK's default converter meets an encrypted payload ("Unknown encoding:
+ * binary/encrypted") when the client has no keys, the codec a key id it lacks.
+ */
+export function payloadKeysMissing(error: unknown): PayloadKeysMissingError | undefined {
+  const seen = new Set<unknown>();
+  for (let e: unknown = error; typeof e === 'object' && e !== null && !seen.has(e); e = (e as { cause?: unknown }).cause) {
+    seen.add(e);
+    if (e instanceof PayloadKeysMissingError) return e;
+    const message = (e as { message?: unknown }).message;
+    if (typeof message === 'string' && message.includes(`Unknown encoding: ${ENCRYPTED_ENCODING}`)) return new PayloadKeysMissingError();
+  }
+  return undefined;
 }

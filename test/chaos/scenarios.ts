@@ -5,6 +5,7 @@
  * runs them at full size and prints the table.
  */
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client, Connection, type WorkflowHandle, WorkflowUpdateFailedError } from '@temporalio/client';
@@ -16,6 +17,7 @@ import { DIALECT_NAMES, type DialectName, dialectOf, type Message } from '../../
 import { loadConfig, PROJECT_ROOT } from '../../src/config';
 import { InvalidInputError, SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
 import { readWithRetry } from '../../src/db/database';
+import { auditRows } from '../../src/db/session-store';
 import { compactSignal, compactUpdate, lineageWorkflowId } from '../../src/workflows/contract';
 import { conversation } from '../support/conversation';
 import { type SummariserCalls, summariserCallsPerHead } from '../support/fake-llm';
@@ -281,11 +283,13 @@ export async function postgresRestartedMidCommit(size: { sessions: number }): Pr
 
 /** 4. LLM faults from the local OpenAI-compatible server, one compaction each. */
 export async function llmFaults(): Promise<ReliabilityRow> {
-  const stack = await startChaosStack('llm');
+  // A key long enough to be told apart, which the 401's body quotes back (as some gateways do).
+  const key = `sk-chaos-${randomBytes(16).toString('hex')}`;
+  const stack = await startChaosStack('llm', { OPENAI_API_KEY: key });
   try {
     await stack.startWorker();
     const faults = [
-      { name: '401', behaviours: [{ status: 401 }], expect: 'aborted' },
+      { name: '401 echoing the key', behaviours: [{ status: 401, echoAuthorization: true }], expect: 'aborted' },
       { name: '429 retry-after', behaviours: [{ status: 429, headers: { 'retry-after': '1' } }], expect: 'compacted' },
       { name: '500', behaviours: [{ status: 500 }], expect: 'compacted' },
       { name: 'connection reset', behaviours: [{ reset: true }], expect: 'compacted' },
@@ -300,6 +304,9 @@ export async function llmFaults(): Promise<ReliabilityRow> {
       stack.llm.script(...fault.behaviours);
       const answer = await callers.send(() => stack.client.compact(ids[i]));
       if (answer?.outcome !== fault.expect) unexpected.push(`${fault.name}: ${answer?.outcome}`);
+      // No error text holds the key: not the answer, not the audit row.
+      const rows = await auditRows(stack.db.db, ids[i]);
+      if (JSON.stringify([answer, rows.map((r) => r.reason)]).includes(key)) unexpected.push(`${fault.name}: the key is in the reason`);
     }
     return await row(
       stack,

@@ -7,10 +7,10 @@ import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/client/cli';
-import { databaseAddress, databaseErrorFrom, queryErrorMessage } from '../../src/client/database-errors';
+import { databaseAddress, databaseErrorFrom, typedDatabaseError } from '../../src/db/errors';
 import { PROJECT_ROOT } from '../../src/config';
 import { freePort } from '../../src/dev/temporal-server';
-import { DatabaseUnreachableError } from '../../src/errors';
+import { DatabaseQueryError, DatabaseUnreachableError } from '../../src/errors';
 import { conversation, uniqueId, useTestStack } from '../support/stack';
 
 const run = promisify(execFile);
@@ -302,13 +302,15 @@ describe('sessions: the database unreachable', () => {
     const batch = JSON.stringify([{ role: 'user', content: 'BATCH-MARKER-2 with private words' }]);
     const result = await sessions(['append', id, '--json'], batch, { DATABASE_URL: bare.toString() });
     expect(result.code).toBe(1);
-    expect(result.json.error.message).toMatch(/^Failed query: .+: .*does not exist/);
+    // The append reads its lineage first: a drizzle select, named by its verb and table.
+    expect(result.json.error).toMatchObject({ type: 'DatabaseQueryError', operation: expect.stringMatching(/^select from \w+$/), code: '42P01' });
+    expect(result.json.error.message).toMatch(/^the database failed select from (\w+): relation "\1" does not exist \(SQLSTATE 42P01\)$/);
     expect(result.stderr.trim().split('\n')).toEqual([`error: ${result.json.error.message}`]);
     expect(result.stdout + result.stderr).not.toMatch(/params|BATCH-MARKER/);
   });
 });
 
-describe('databaseErrorFrom and queryErrorMessage', () => {
+describe('databaseErrorFrom and typedDatabaseError', () => {
   const url = 'postgres://app:s3cr3t-pw@db.internal:6543/sessions';
   const socketError = (code: string, message: string, extra: object = {}) => Object.assign(new Error(message), { code, syscall: 'connect', ...extra });
   const wrapped = (cause: unknown) => Object.assign(new Error('Failed query: select 1\nparams: a,b,c'), { query: 'select 1', params: ['a', 'b', 'c'], cause });
@@ -372,7 +374,7 @@ describe('databaseErrorFrom and queryErrorMessage', () => {
     expect(quoted.message).toBe('the database is unreachable at db.internal:6543: getaddrinfo ENOTFOUND ***');
   });
 
-  it('a failed query: the query and its cause, without the parameters', async () => {
+  it('a failed query: what it did, its SQLSTATE and the server message with quoted values blanked, never the parameters', async () => {
     // A real drizzle error from the stack's database.
     const error = await stack()
       .db.db.execute(sql`select ${'PARAM-MARKER'}::integer as n`)
@@ -381,10 +383,23 @@ describe('databaseErrorFrom and queryErrorMessage', () => {
         (e: unknown) => e,
       );
     expect(String((error as Error).message)).toContain('PARAM-MARKER'); // the driver's message carries the parameters, so the CLI must not print it as is
-    expect(queryErrorMessage(error)).toBe('Failed query: select $1::integer as n: invalid input syntax for type integer: "PARAM-MARKER"');
-    expect(queryErrorMessage(wrapped(new Error('boom')))).toBe('Failed query: select 1: boom');
-    expect(queryErrorMessage(new Error('Failed query: select 2\nparams: secret'))).toBe('Failed query: select 2');
-    expect(queryErrorMessage(new Error('plain\nmultiline'))).toBe('plain\nmultiline');
+    const typed = typedDatabaseError(error, url);
+    expect(typed).toBeInstanceOf(DatabaseQueryError);
+    // The server's own message quotes the value too: blanked.
+    expect((typed as Error).message).toBe('the database failed select $1::integer as n: invalid input syntax for type integer: "…" (SQLSTATE 22P02)');
+    expect((typed as Error).cause).toBeUndefined();
+    expect((typedDatabaseError(wrapped(new Error('boom')), url) as Error).message).toBe('the database failed select 1: boom');
+    expect((typedDatabaseError(new Error('Failed query: select 2\nparams: secret'), url) as Error).message).toBe(
+      'the database failed select 2: the statement failed',
+    );
+    const unique = wrapped(
+      Object.assign(new Error('duplicate key value violates unique constraint "sessions_pkey"'), { code: '23505', detail: 'Key (id)=(x) exists' }),
+    );
+    expect((typedDatabaseError(unique, url) as Error).message).toBe(
+      'the database failed select 1: duplicate key value violates unique constraint "sessions_pkey" (SQLSTATE 23505)',
+    );
+    const plain = new Error('plain\nmultiline');
+    expect(typedDatabaseError(plain, url)).toBe(plain);
   });
 });
 

@@ -145,12 +145,14 @@ describe('payload encryption', () => {
       await stack!.client.append(failing, conversation(12));
       stack!.llm.script({ status: 400, errorMessage: 'PLAINTEXT-LLM-ERROR-9052' });
       const aborted = await stack!.client.compact(failing);
-      expect(aborted).toMatchObject({ outcome: 'aborted', reason: expect.stringContaining('PLAINTEXT-LLM-ERROR-9052') });
+      // The reason is classified: the provider's status, never its body.
+      expect(aborted).toMatchObject({ outcome: 'aborted', reason: expect.stringMatching(/^summariser failed: bad request \(HTTP 400\b/) });
+      expect(aborted.reason).not.toContain('PLAINTEXT-LLM-ERROR-9052');
       const failedJson = historyToJSON(await raw.workflow.getHandle(lineageWorkflowId(failing)).fetchHistory());
       expect(failedJson).toContain('activityTaskFailedEventAttributes'); // the failure is in history...
       expect(failedJson).not.toContain('PLAINTEXT-LLM-ERROR-9052'); // ...but not readable
       expect(failedJson).not.toContain('scripted failure');
-      expect(failedJson).not.toContain('LLM endpoint answered');
+      expect(failedJson).not.toContain('HTTP 400'); // the classified message is encrypted too
 
       // The codec endpoint the Web UI uses.
       const server = createCodecServer(rotated, { corsOrigins: ['http://127.0.0.1:8233'] });

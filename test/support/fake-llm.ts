@@ -20,6 +20,8 @@ interface Behaviour {
   errorCode?: string;
   /** The error body's message (default: "scripted failure <status>"). */
   errorMessage?: string;
+  /** As some gateways do: the error body quotes the Authorization header the request came with (the API key). */
+  echoAuthorization?: boolean;
   headers?: Record<string, string>;
   /** Summary text to answer with; by default a short summary echoing the request size. */
   text?: string;
@@ -49,6 +51,8 @@ interface Behaviour {
 const SUMMARY_CALL_TAG = /\[summary call (\d+)\]/;
 
 export interface RecordedRequest {
+  /** The Authorization header the request came with. */
+  authorization?: string;
   body: { model: string; messages: Array<{ role: string; content: string }>; stream?: boolean };
   at: number;
   /** The usage the answer reported. */
@@ -110,7 +114,12 @@ export async function startFakeLlm(): Promise<FakeLlm> {
 
   const server = await serveChatCompletions(async (raw, req, res) => {
     const body = JSON.parse(raw) as RecordedRequest['body'];
-    const recorded: RecordedRequest = { body, at: Date.now(), usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } };
+    const recorded: RecordedRequest = {
+      authorization: req.headers.authorization,
+      body,
+      at: Date.now(),
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    };
     requests.push(recorded);
     const callNumber = requests.length;
     const b = queue.shift() ?? fallback;
@@ -123,7 +132,8 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     }
     if (b.status && b.status >= 400) {
       res.writeHead(b.status, { 'content-type': 'application/json', ...b.headers });
-      res.end(JSON.stringify({ error: { message: b.errorMessage ?? `scripted failure ${b.status}`, type: 'test', code: b.errorCode ?? null } }));
+      const echoed = b.echoAuthorization ? ` (received Authorization: ${String(req.headers.authorization ?? '')})` : '';
+      res.end(JSON.stringify({ error: { message: `${b.errorMessage ?? `scripted failure ${b.status}`}${echoed}`, type: 'test', code: b.errorCode ?? null } }));
       return;
     }
     const text =

@@ -13,6 +13,8 @@ export interface TcpProxy {
   held(): number;
   /** Bytes the server sent back to clients since the proxy started. */
   returned(): number;
+  /** Breaks every open connection (held bytes dropped, never sent) and forwards again; new connections are served. Returns how many it broke. */
+  cut(): number;
   close(): Promise<void>;
 }
 
@@ -55,6 +57,15 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
       for (const send of waiting.splice(0)) send();
     },
     held: () => heldBytes,
+    cut() {
+      const broken = [...sockets].filter((socket) => !socket.destroyed).length / 2;
+      waiting.length = 0;
+      heldBytes = 0;
+      paused = false;
+      for (const socket of sockets) socket.destroy();
+      sockets.clear();
+      return broken;
+    },
     returned: () => returnedBytes,
     async close() {
       for (const socket of sockets) socket.destroy();

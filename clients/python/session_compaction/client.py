@@ -44,6 +44,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 
 from .config import Config, load_config, temporal_connect_options
+from .payloads import DATA_CONVERTER
 from .dialects import DIALECTS, DialectName, message_texts
 from .dialects import for_provider as for_provider_view
 from .text import check_json, check_messages, check_text
@@ -56,6 +57,7 @@ from .errors import (
     RequestLostError,
     RetentionRunningError,
     from_failure,
+    database_query_error,
     from_sql_error,
 )
 from .rpc_errors import is_run_ended_error, is_transient_connection_error, is_update_limit_error, is_workflow_not_found_error
@@ -334,6 +336,7 @@ class SessionsClient:
     # ---- data plane (SQL functions) -------------------------------------------------------
 
     async def _call(self, query: str, params: Sequence[Any]) -> Any:
+        failure: BaseException | None = None
         try:
             loop = asyncio.get_running_loop()
             if loop is self._db_loop:
@@ -343,7 +346,15 @@ class SessionsClient:
             else:
                 row = await self._call_on_own_connection(loop, query, params)
         except psycopg.Error as error:
-            raise from_sql_error(error) from error
+            failure = from_sql_error(error)
+            if failure is error:
+                failure = database_query_error(error, query)
+            if failure is error:
+                raise
+        if failure is not None:
+            # Raised outside the handler: the driver's error (its DETAIL and CONTEXT may quote
+            # the statement's values, a refused row whole) is neither its cause nor its context.
+            raise failure
         assert row is not None
         return row[0]
 
@@ -1031,11 +1042,11 @@ async def connect(
     workflow does not know (RequestLostError)."""
     config = config or load_config(env)
     options = temporal_connect_options(config)
-    temporal = await Client.connect(config.temporal_address, **options)  # type: ignore[arg-type]
+    temporal = await Client.connect(config.temporal_address, **options, data_converter=DATA_CONVERTER)  # type: ignore[arg-type]
     # At most one immediate resend (max_retries=0 does not turn retries off: it is read as the
     # default), so the in-flight limit's refusal reaches compact() within milliseconds.
     no_retry = RetryConfig(max_retries=1, initial_interval_millis=1, max_interval_millis=1, max_elapsed_time_millis=1)
-    update_client = await Client.connect(config.temporal_address, **options, retry_config=no_retry)  # type: ignore[arg-type]
+    update_client = await Client.connect(config.temporal_address, **options, retry_config=no_retry, data_converter=DATA_CONVERTER)  # type: ignore[arg-type]
     # A pool, so concurrent calls (25 compactions at once read their lineage first) do not
     # queue behind one connection. Each function call is its own transaction (autocommit).
     db = AsyncConnectionPool(config.database_url, min_size=1, max_size=config.database_pool_size, kwargs={"autocommit": True}, open=False)

@@ -105,6 +105,59 @@ class ConnectionConfigError(SessionCompactionError):
         self.variable = variable
 
 
+class PayloadKeysMissingError(SessionCompactionError):
+    """The deployment encrypts what it puts in Temporal history (PAYLOAD_ENCRYPTION_KEYS,
+    AES-GCM) and this client cannot read it: the Python client has no payload codec yet.
+    ``key_id`` is the key the payload was encrypted with. As PayloadKeysMissingError of
+    src/errors.ts; the request may have run: read its answer with a client that has the keys."""
+
+    def __init__(self, key_id: str | None = None) -> None:
+        super().__init__(
+            "the deployment encrypts its Temporal payloads"
+            + (f" (key {json.dumps(key_id)})" if key_id else "")
+            + " and this client has no PAYLOAD_ENCRYPTION_KEYS (the Python client cannot decrypt yet): use a client with the keys the worker uses"
+        )
+        self.key_id = key_id
+
+
+class DatabaseQueryError(SessionCompactionError):
+    """Postgres failed a statement for a reason other than its reachability, as
+    DatabaseQueryError of src/errors.ts: ``operation`` names the data plane's SQL function,
+    ``code`` is the SQLSTATE, ``reason`` the server's primary message with every quoted value
+    blanked. Never its DETAIL or CONTEXT (a refused row is quoted there whole: an appended
+    batch) and never the driver's error, which holds them."""
+
+    def __init__(self, operation: str, reason: str, code: str | None = None) -> None:
+        super().__init__(f"the database failed {operation}: {reason}" + (f" (SQLSTATE {code})" if code else ""))
+        self.operation = operation
+        self.reason = reason
+        self.code = code
+
+
+#: A double-quoted fragment that names something (a column, a constraint, a type), not a value.
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]{0,62}")
+
+
+def _server_message(error: BaseException) -> str:
+    """The server's primary message, its quoted values blanked, at most 200 characters (serverMessage of src/db/errors.ts)."""
+    diag = getattr(error, "diag", None)
+    primary = getattr(diag, "message_primary", None) or str(error).split("\n")[0]
+    line = primary.split("\n")[0].strip()
+    line = re.sub(r'"([^"]*)"', lambda m: m[0] if _IDENTIFIER.fullmatch(m[1]) else '"…"', line)
+    line = re.sub(r"'[^']*'", "'…'", line)
+    return line if len(line) <= 200 else line[:200] + "…"
+
+
+def database_query_error(error: BaseException, query: str) -> BaseException:
+    """Any error the server raised (it has a SQLSTATE) as a DatabaseQueryError that holds none
+    of the statement's values; an error without a SQLSTATE (the connection) as it is."""
+    sqlstate = getattr(error, "sqlstate", None)
+    if not isinstance(sqlstate, str) or not sqlstate:
+        return error
+    call = re.search(r"\b((?:session|sc|retention)_[a-z_]+)\s*\(", query)
+    return DatabaseQueryError(call[1] if call else "a statement", _server_message(error) or "the statement failed", sqlstate)
+
+
 def from_sql_error(error: BaseException) -> BaseException:
     """Maps an error of a data-plane SQL function (SQLSTATE SCnnn, DETAIL JSON) to its typed error."""
     sqlstate = getattr(error, "sqlstate", None)

@@ -424,3 +424,35 @@ async def test_request_sizes_are_code_points(client):
     await client.append(sid, conversation(10))
     result = await client.compact(sid, force=True, focus_topic="😀" * 600, request_id="🧪" * 150)
     assert result["outcome"] == "compacted" and result["requestId"] == "🧪" * 150
+
+
+async def test_a_statement_the_database_refuses_is_a_database_query_error_without_the_batch(client, db):
+    """psycopg's own error quotes the server's DETAIL and CONTEXT: a refused row whole, here the
+    appended batch with a card number. The caller gets DatabaseQueryError, and nothing of it."""
+    session_id = unique_id("py-refused")
+    await client.create_session(session_id)
+    card = "4111 1111 1111 1111"
+    fn = f"refuse_{session_id.replace('-', '_')}"
+    await db.execute(
+        f"""create function {fn}() returns trigger language plpgsql as $$ begin
+          if new.session_id = '{session_id}' then
+            raise exception 'new row violates check constraint "messages_size"' using detail = 'Failing row contains ' || new.body::text, errcode = '23514';
+          end if; return new; end $$"""
+    )
+    await db.execute(f"create trigger {fn} before insert on messages for each row execute function {fn}()")
+    try:
+        with pytest.raises(sc.DatabaseQueryError) as raised:
+            await client.append(session_id, [{"role": "user", "content": f"Renew the plan and charge my card {card}."}])
+    finally:
+        await db.execute(f"drop trigger {fn} on messages")
+        await db.execute(f"drop function {fn}()")
+    error = raised.value
+    assert (error.operation, error.code) == ("session_append", "23514")
+    assert str(error) == 'the database failed session_append: new row violates check constraint "messages_size" (SQLSTATE 23514)'
+    seen: list[str] = []
+    e: BaseException | None = error
+    while e is not None and len(seen) < 10:  # the whole chain: cause and context
+        seen.append(repr(e) + str(e))
+        e = e.__cause__ or e.__context__
+    assert card not in "\n".join(seen)
+    assert (await client.transcript(session_id))["messages"] == []

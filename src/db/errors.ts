@@ -1,12 +1,17 @@
 /**
- * What a Postgres failure says to an operator. pg reports an unreachable server as a bare
- * socket error (ECONNREFUSED, ENOTFOUND, ...) and drizzle wraps it in "Failed query: <sql>
- * params: <every parameter>", which for an append is the whole batch of messages.
- * databaseErrorFrom turns the first kind into a DatabaseUnreachableError naming host:port (from
- * the URL, never its password); queryErrorMessage gives any other failed query's message
- * without its parameters. Pure: no I/O.
+ * What a Postgres failure says to its caller, its log and its trace: the one place every layer
+ * (the library, the CLI, the worker's activities, spans) turns a database error into a typed
+ * one. pg reports an unreachable server as a bare socket error (ECONNREFUSED, ENOTFOUND, ...)
+ * and drizzle wraps every failure in "Failed query: <sql> params: <every parameter>", which for
+ * an append is the whole batch of messages and for a commit the summary and the ledger; the
+ * server's own message may quote a value too (`invalid input syntax for type integer: "…"`),
+ * and its DETAIL and WHERE fields quote rows. databaseErrorFrom turns the first kind into a
+ * DatabaseUnreachableError naming host:port (from the URL, never its password); typedDatabaseError
+ * turns any other into a DatabaseQueryError naming the SQL function or statement, the SQLSTATE
+ * and the server's message with every quoted value blanked, and with no cause: nothing that
+ * holds a parameter survives. Pure: no I/O.
  */
-import { DatabaseUnreachableError } from '../errors';
+import { DatabaseQueryError, DatabaseUnreachableError, SessionCompactionError } from '../errors';
 
 /** Socket and DNS failures of reaching the server. */
 const UNREACHABLE_CODES = new Set([
@@ -125,19 +130,77 @@ export function databaseErrorFrom<E>(error: E, url: string | undefined): E | Dat
   return unreachable;
 }
 
-const FAILED_QUERY = /^Failed query: ([\s\S]*?)\nparams: [\s\S]*$/;
+/** The SQLSTATE of `error` or the first error of its cause chain that has one. */
+function sqlStateOf(error: unknown): string | undefined {
+  const seen = new Set<unknown>();
+  for (let e: unknown = error; isObject(e) && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    // Five characters, and no Node errno (EPIPE, EPERM, EROFS: no SQLSTATE class starts with E).
+    if (typeof e.code === 'string' && /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(e.code)) return e.code;
+  }
+  return undefined;
+}
+
+/** drizzle's wrapper of a failed statement (DrizzleQueryError: `query`, `params`, "Failed query: ..."). */
+function failedQueryOf(error: unknown): { query: string; cause: unknown } | undefined {
+  const seen = new Set<unknown>();
+  for (let e: unknown = error; isObject(e) && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    const query = (e as { query?: unknown }).query;
+    if (typeof query === 'string' && 'params' in e) return { query, cause: e.cause };
+    if (typeof e.message === 'string' && e.message.startsWith('Failed query: ')) {
+      return { query: e.message.slice('Failed query: '.length).split('\nparams: ')[0], cause: e.cause };
+    }
+  }
+  return undefined;
+}
+
+/** What a statement did, from its parameterised SQL: the data plane's function it calls, its verb and table (`select from lineages`), or its first words. */
+function operationOf(query: string): string {
+  const call = /\b((?:session|sc|retention)_[a-z_]+)\s*\(/.exec(query);
+  if (call) return call[1];
+  const words = query.replace(/\s+/g, ' ').trim();
+  const verb = /^(select|insert|update|delete)\b/i.exec(words)?.[1].toLowerCase();
+  const table = /\b(from|into|update) "?([A-Za-z_][\w$]*)"?/i.exec(words);
+  if (verb && table) return verb === 'update' ? `update ${table[2]}` : `${verb} ${table[1].toLowerCase()} ${table[2]}`;
+  return words.length > 80 ? `${words.slice(0, 80)}…` : words;
+}
+
+/** A double-quoted fragment that names something (a column, a constraint, a type), not a value. */
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$.]{0,62}$/;
 
 /**
- * The message of `error` fit to print: for a failed query (drizzle's "Failed query: <sql>
- * params: <values>"), the query and its cause's message without the parameters, which may be
- * a whole batch of messages; any other error's message as it is.
+ * The server's message of `cause`, fit to show: its first line, every quoted value (anything
+ * quoted that is not an identifier) blanked, at most 200 characters. Never DETAIL or WHERE.
  */
-export function queryErrorMessage(error: unknown): string {
-  const message = isObject(error) && typeof error.message === 'string' ? error.message : String(error);
-  const failed = FAILED_QUERY.exec(message);
-  if (!failed) return message;
-  const query = failed[1].replace(/\s+/g, ' ').trim();
-  // The cause's message may be drizzle's too (a nested wrapper): it is stripped the same way.
-  const cause = isObject(error) && error.cause !== undefined && error.cause !== error ? queryErrorMessage(error.cause).trim() : '';
-  return `Failed query: ${query}${cause ? `: ${cause}` : ''}`;
+function serverMessage(cause: unknown): string {
+  const raw = isObject(cause) && typeof cause.message === 'string' ? cause.message : '';
+  const line = raw.split('\n')[0].trim();
+  const blanked = line.replace(/"([^"]*)"/g, (quoted, inner: string) => (IDENTIFIER.test(inner) ? quoted : '"…"')).replace(/'[^']*'/g, "'…'");
+  return blanked.length > 200 ? `${blanked.slice(0, 200)}…` : blanked;
+}
+
+/**
+ * Any error of a database call as a typed error that carries no parameter: an error that is
+ * already typed (a SessionCompactionError) as it is; the database not reachable as a
+ * DatabaseUnreachableError; a failed statement (drizzle's wrapper, or a pg error with a
+ * SQLSTATE) as a DatabaseQueryError; anything else (not a database error) unchanged.
+ */
+export function typedDatabaseError(error: unknown, url: string | undefined): unknown {
+  if (error instanceof SessionCompactionError) return error;
+  const unreachable = databaseErrorFrom(error, url);
+  if (unreachable instanceof DatabaseUnreachableError) return unreachable;
+  const failed = failedQueryOf(error);
+  const code = sqlStateOf(error);
+  if (!failed && !code) return error;
+  const cause = failed ? innermost(failed.cause) : error;
+  return new DatabaseQueryError(failed ? operationOf(failed.query) : 'a statement', redacted(serverMessage(cause), url) || 'the statement failed', code);
+}
+
+/** The last error of a chain of drizzle wrappers (a nested wrapper's cause). */
+function innermost(error: unknown): unknown {
+  let e = error;
+  for (let depth = 0; depth < 10 && isObject(e) && isObject(e.cause) && typeof e.message === 'string' && e.message.startsWith('Failed query: '); depth++)
+    e = e.cause;
+  return e;
 }
