@@ -7,11 +7,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DIALECT_NAMES, dialectOf, type Message } from '../../src/compaction/dialects';
-import { commandOf, identifiersIn, isCorrection, outcomeOf, pathsIn } from '../../src/compaction/facts';
+import { commandOf, identifiersIn, isCorrection, MASK_PREFIX, outcomeOf, pathsIn } from '../../src/compaction/facts';
 import { keepsFacts, runGates } from '../../src/compaction/gates';
 import { summaryProposal } from '../../src/compaction/proposal';
 import { buildLedger, emptyLedger, type Ledger, ledgerFacts, ledgerFrom, proseOf, renderLedger, summaryWithLedger } from '../../src/compaction/ledger';
-import { MASK_PREFIX, maskOldOutputs } from '../../src/compaction/masking';
+import { maskOldOutputs } from '../../src/compaction/masking';
 import { planCompaction } from '../../src/compaction/plan';
 import { estimateTextTokens, estimateTokens } from '../../src/compaction/tokens';
 import { messyTranscript } from '../support/messy';
@@ -27,6 +27,8 @@ const haystack = (messages: readonly Message[], dialect: ReturnType<typeof diale
 
 /** Each appended message's lineage sequence number, by identity: kept copies are the same objects, summaries have none. */
 const seqs = new Map<Message, number>();
+/** Sequence numbers for messages a caller appended, in order (none of them written by a compaction). */
+const appended = (messages: readonly Message[]) => messages.map((_, i) => i + 1);
 const numbered = (messages: Message[]) => {
   messages.forEach((m) => seqs.set(m, seqs.size + 1));
   return messages;
@@ -185,7 +187,7 @@ describe.each(DIALECT_NAMES)('the ledger (%s)', (name) => {
     const plan = planCompaction(messages, { ...PLAN, dialect });
     const tokens = messages.map((m) => estimateTokens(m, dialect));
     const total = tokens.reduce((a, b) => a + b, 0);
-    const masked = maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), Math.floor(total * 0.5));
+    const masked = maskOldOutputs(messages, appended(messages), plan, dialect, tokens, (m) => estimateTokens(m, dialect), Math.floor(total * 0.5));
     expect(masked).toBeDefined();
     const after = masked!.entries.map((e) => e.message);
     expect(after).toHaveLength(messages.length);
@@ -203,11 +205,11 @@ describe.each(DIALECT_NAMES)('the ledger (%s)', (name) => {
     for (const i of plan.tail) expect(after[i]).toEqual(messages[i]);
     expect(masked!.masked.every((i) => i <= last)).toBe(true);
     // A target masking cannot reach: the rung does not apply.
-    expect(maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), 10)).toBeUndefined();
+    expect(maskOldOutputs(messages, appended(messages), plan, dialect, tokens, (m) => estimateTokens(m, dialect), 10)).toBeUndefined();
     // The placeholder keeps the command's outcome for the ledger of a later summary.
     const { ledger } = buildLedger(
       emptyLedger(),
-      masked!.entries.map((e, i) => ({ message: e.message, seq: i + 1 })),
+      masked!.entries.map((e) => ({ message: e.message, seq: e.from === undefined ? null : e.from + 1 })),
       dialect,
       OPTIONS,
     );
@@ -221,12 +223,12 @@ describe.each(DIALECT_NAMES)('the ledger (%s)', (name) => {
       const plan = planCompaction(messages, { ...PLAN, dialect });
       const tokens = messages.map((m) => estimateTokens(m, dialect));
       const total = tokens.reduce((a, b) => a + b, 0);
-      const masked = maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), total - 1);
+      const masked = maskOldOutputs(messages, appended(messages), plan, dialect, tokens, (m) => estimateTokens(m, dialect), total - 1);
       if (masked) reached++;
       const after = masked ? masked.entries.map((e) => e.message) : messages;
       // Messy transcripts need not be valid requests themselves (thinking the check never issued, re-used ids): masking changes no verdict.
       expect(strictProviderCheck(name, dialect.forProvider(after)), `seed ${seed}`).toBe(strictProviderCheck(name, dialect.forProvider(messages)));
-      const everything = maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), 0);
+      const everything = maskOldOutputs(messages, appended(messages), plan, dialect, tokens, (m) => estimateTokens(m, dialect), 0);
       expect(everything).toBeUndefined(); // zero is out of reach: the rung never claims it
     }
     expect(reached).toBeGreaterThan(3); // the check above compared masked heads, not the transcripts with themselves
@@ -257,7 +259,7 @@ describe('no lone surrogate from a cut', () => {
     const plan = { head: [0], middle: [1, 2, 3, 4], tail: [5] };
     const tokens = messages.map((m) => estimateTokens(m, dialect));
     const total = tokens.reduce((a, b) => a + b, 0);
-    const masked = maskOldOutputs(messages, plan, dialect, tokens, (m) => estimateTokens(m, dialect), total - 1);
+    const masked = maskOldOutputs(messages, appended(messages), plan, dialect, tokens, (m) => estimateTokens(m, dialect), total - 1);
     expect(masked?.masked).toEqual([3]);
     for (const m of masked!.entries) for (const r of dialect.toolResults(m.message)) expect(wellFormed(r.text)).toBe(true);
     const demand = { expected: { requests: [astral(56)], paths: [], identifiers: [] }, folded: { requests: [], paths: [], identifiers: [] } };
