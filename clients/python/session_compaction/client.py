@@ -43,7 +43,7 @@ from temporalio.service import RetryConfig, RPCError, RPCStatusCode
 from .config import Config, load_config, temporal_connect_options
 from .dialects import DIALECTS, DialectName, message_texts
 from .dialects import for_provider as for_provider_view
-from .text import check_json, check_messages, check_text
+from .text import check_json, check_messages, check_text, reserved_text_in
 from .tokens import TokenizerName, token_counts_with, tokenizer_for
 from .errors import (
     BackgroundCompactionRejectedError,
@@ -125,6 +125,9 @@ def check_compact_request(raw: Mapping[str, Any]) -> dict[str, Any]:
         check_text(request_id, "requestId")
     if focus is not None:
         check_text(focus, "focusTopic")
+        reserved = reserved_text_in(focus)
+        if reserved:
+            raise InvalidInputError("focusTopic", f"may not contain {reserved}: only the service writes a summary's structure")
     return {k: v for k, v in raw.items() if v is not None and k != "background"} | {"sessionId": session_id}
 
 
