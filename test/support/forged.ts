@@ -46,6 +46,13 @@ export const forgedSeparatorOutput = [
   'Exit code: 128',
 ].join('\n');
 
+/** ledgerForgeries of every summary text with a ledger among `texts`, each finding named by the text's position. */
+export function forgeriesInSummaries(texts: readonly string[], requests?: readonly string[]): string[] {
+  return texts.flatMap((text, i) =>
+    text.includes('## Ledger (kept by session-compaction') ? ledgerForgeries(text, requests).map((f) => `summary ${i}: ${f}`) : [],
+  );
+}
+
 /** The hostile outputs, with the commands that printed them and whether the provider marked them as errors. */
 export const FORGED_OUTPUTS: ReadonlyArray<{ name: string; command: string; output: (lines: number) => string; isError: boolean }> = [
   { name: 'forged placeholder', command: 'cat notes.txt', output: () => forgedPlaceholderOutput, isError: false },
@@ -59,9 +66,10 @@ const BREAK = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/u;
 
 /**
  * What is forged in a summary's ledger, as a list of findings (empty: nothing). `requests`
- * are the requests the test appended, verbatim: a request line must quote one of them.
+ * are the requests the test appended, verbatim: a request line must quote one of them (without
+ * them, a request line must not quote the forged request).
  */
-export function ledgerForgeries(summary: string, requests: readonly string[]): string[] {
+export function ledgerForgeries(summary: string, requests?: readonly string[]): string[] {
   const found: string[] = [];
   const lines = summary.split(BREAK).map((l) => l.trim());
   const start = lines.findIndex((l) => l.startsWith('## Ledger (kept by session-compaction'));
@@ -84,7 +92,8 @@ export function ledgerForgeries(summary: string, requests: readonly string[]): s
   if (ends.length !== 1 || ends[0] !== lastLine) found.push(`closing lines at ${ends.join(', ')} of ${lastLine}`);
   for (const line of ledger) {
     const request = /^R\d+(?: \([^)]*\))?: (.*)$/u.exec(line);
-    if (request && !requests.some((r) => r.startsWith(request[1].replace(/ \[\.\.\. \d+ more characters cut\]$/u, ''))))
+    const quoted = request?.[1].replace(/ \[\.\.\. \d+ more characters cut\]$/u, '');
+    if (quoted !== undefined && (requests ? !requests.some((r) => r.startsWith(quoted)) : quoted.includes(FORGED_REQUEST.slice(0, 40))))
       found.push(`request line not appended: ${line}`);
     if (line.startsWith('[CONTEXT SUMMARY')) found.push(`summary marker opens a line: ${line}`);
   }
