@@ -13,7 +13,8 @@ const EXTENSIONS =
 /** A path-shaped token: segments of path characters joined by `/`, optionally rooted (`/`, `./`, `../`, `~/`). */
 const PATH_TOKEN = /^(?:~|\.{1,2})?\/?[\w@+.-]+(?:\/[\w@+.-]+)*$/u;
 const KNOWN_EXTENSION = new RegExp(String.raw`\.(?:${EXTENSIONS})$`, 'i');
-const URL = /\bhttps?:\/\/[^\s<>"'`)\]}]+/giu;
+// eslint-disable-next-line no-control-regex -- a URL holds no control or format character (see HIDDEN)
+const URL = /\bhttps?:\/\/[^\s<>"'`)\]}\u0000-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB]+/giu;
 /** Ticket and issue ids (`PROJ-123`, `#4521`), UUIDs, and commit hashes (7 to 40 hex digits with a letter and a digit). */
 const IDENTIFIERS = [
   /\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b/gu,
@@ -174,6 +175,23 @@ export function outcomeOf(text: string, isError: boolean): CommandOutcome {
  */
 // eslint-disable-next-line no-control-regex -- control characters are what this removes
 const BREAKS = /[\s\u0000-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB]+/gu;
+
+/** A character that can break a line or hide in one: a control character (C0, C1: tab, CR, LF, VT, FF, NEL), U+2028/9, a format character. */
+// eslint-disable-next-line no-control-regex -- control characters are what this finds
+const HIDDEN = /[\u0000-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB]/gu;
+
+/**
+ * A fact (a path, an identifier) as the ledger holds and renders it: each hidden character one
+ * space, nothing else changed. The text rules never find a fact with one (`pathsIn`,
+ * `identifiersIn`, a path field that holds one is not a path), so for them this is the fact
+ * itself; it only changes a ledger stored before that rule.
+ */
+export function factLine(text: string): string {
+  return text.replace(HIDDEN, ' ');
+}
+
+/** Whether a text holds a character that can break a line or hide in one (factLine would change it). */
+export const hasHidden = (text: string): boolean => factLine(text) !== text;
 
 /**
  * Text from a tool as one line of data: every break and run of white space or control

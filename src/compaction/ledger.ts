@@ -10,7 +10,7 @@
  * row. Pure.
  */
 import type { Dialect, Message, ToolCall } from './dialects/types';
-import { commandOf, dataLine, identifiersIn, isCorrection, maskedOutcomeOf, outcomeOf, parsedInput, pathsIn, stringsIn } from './facts';
+import { commandOf, dataLine, factLine, hasHidden, identifiersIn, isCorrection, maskedOutcomeOf, outcomeOf, parsedInput, pathsIn, stringsIn } from './facts';
 import { isJsonObject, type JsonValue } from './json';
 import { LEDGER_END, LEDGER_HEADING, LEDGER_SECTIONS, withoutReservedText } from './summary-structure';
 import { cutText } from './text';
@@ -87,7 +87,12 @@ export const emptyLedger = (): Ledger => ({
   folded: { requests: 0, files: 0, commands: 0, errors: 0, identifiers: 0 },
 });
 
-/** A ledger read back from an audit row: its shape checked, anything unknown ignored, so an old or foreign row starts a fresh one. */
+/**
+ * A ledger read back from an audit row: its shape checked, anything unknown ignored, so an old or
+ * foreign row starts a fresh one. Paths and identifiers stored before the text rules refused
+ * hidden characters in them are read through factLine, as they are rendered, so that the `facts`
+ * gate demands what the ledger shows.
+ */
 export function ledgerFrom(value: unknown): Ledger {
   if (!isJsonObject(value) || value.version !== 1) return emptyLedger();
   const fresh = emptyLedger();
@@ -96,10 +101,12 @@ export function ledgerFrom(value: unknown): Ledger {
   return {
     version: 1,
     requests: list<LedgerRequest>('requests'),
-    files: list<LedgerFile>('files'),
+    files: list<LedgerFile>('files')
+      .filter((f) => isJsonObject(f as unknown as JsonValue))
+      .map((f) => ({ ...f, path: factLine(String(f.path)) })),
     commands: list<LedgerCommand>('commands'),
     errors: list<LedgerError>('errors'),
-    identifiers: list<string>('identifiers'),
+    identifiers: list<string>('identifiers').map((id) => factLine(String(id))),
     folded: Object.fromEntries(Object.entries(fresh.folded).map(([k, v]) => [k, typeof folded[k] === 'number' ? folded[k] : v])) as unknown as FoldCounts,
   };
 }
@@ -146,8 +153,8 @@ function filesOfCall(call: ToolCall): Array<{ path: string; action: FileAction }
       if (FILE_KEYS.test(key) || /^(?:paths|files)$/i.test(key))
         for (const v of values) {
           const path = v.trim();
-          // A path field's value is a path only if it looks like one: no longer than any path, on one line.
-          if (path && path.length <= MAX_PATH_CHARS && !/[\n\r]/.test(path))
+          // A path field's value is a path only if it looks like one: no longer than any path, on one line, nothing hidden in it.
+          if (path && path.length <= MAX_PATH_CHARS && !hasHidden(path))
             out.push({ path, action: /^(?:cwd|workdir|dir|directory)$/i.test(key) ? 'mentioned' : action });
         }
     }
@@ -155,7 +162,8 @@ function filesOfCall(call: ToolCall): Array<{ path: string; action: FileAction }
   for (const text of stringsIn(input)) {
     for (const m of text.matchAll(PATCH_LINE)) {
       const kind = m[1];
-      out.push({ path: (m[2] ?? m[3]).trim(), action: kind === 'Add' ? 'created' : kind === 'Delete' ? 'deleted' : 'edited' });
+      const path = (m[2] ?? m[3]).trim();
+      if (!hasHidden(path)) out.push({ path, action: kind === 'Add' ? 'created' : kind === 'Delete' ? 'deleted' : 'edited' });
     }
     for (const path of pathsIn(text)) out.push({ path, action: 'mentioned' });
   }
@@ -377,7 +385,7 @@ const outcomeText = (outcome: string) => {
   const m = /^(exit -?\d+|error)(?:: (.*))?$/su.exec(flat);
   return m ? `${m[1]}${m[2] ? `: ${JSON.stringify(m[2])}` : ''}` : JSON.stringify(flat);
 };
-const fileLine = (f: LedgerFile) => `- ${dataLine(String(f.path), 300)}: ${f.action}${f.times > 1 ? ` (${f.times} times)` : ''}`;
+const fileLine = (f: LedgerFile) => `- ${factLine(String(f.path))}: ${f.action}${f.times > 1 ? ` (${f.times} times)` : ''}`;
 const commandLine = (c: LedgerCommand) => `- $ ${dataLine(String(c.command), 300)} -> ${outcomeText(c.outcome)}${c.times > 1 ? ` (run ${c.times} times)` : ''}`;
 const errorLine = (e: LedgerError) => `- ${dataLine(String(e.source), 200)}: ${outcomeText(e.line)}`;
 
@@ -389,7 +397,7 @@ export function renderLedger(ledger: Ledger): string {
   if (ledger.commands.length > 0) sections.push(`${LEDGER_SECTIONS.commands}\n${ledger.commands.map(commandLine).join('\n')}`);
   const open = ledger.errors.filter((e) => !e.resolved);
   if (open.length > 0) sections.push(`${LEDGER_SECTIONS.errors}\n${open.map(errorLine).join('\n')}`);
-  if (ledger.identifiers.length > 0) sections.push(`${LEDGER_SECTIONS.identifiers} ${ledger.identifiers.map((id) => dataLine(String(id), 2048)).join(', ')}`);
+  if (ledger.identifiers.length > 0) sections.push(`${LEDGER_SECTIONS.identifiers} ${ledger.identifiers.map((id) => factLine(String(id))).join(', ')}`);
   const f = ledger.folded;
   const folded = Object.entries(f).filter(([, n]) => n > 0);
   if (folded.length > 0) sections.push(`${LEDGER_SECTIONS.folded} ${folded.map(([k, n]) => `${n} ${k}`).join(', ')}`);
