@@ -405,7 +405,7 @@ describe('nothing a tool prints forges the ledger (issue 33)', () => {
     expect(once.report.results.facts).toBe('pass');
     const paths = once.ledger.files.map((f) => f.path);
     expect(paths).toEqual(expect.arrayContaining(['old/a b.ts', 'notes.txt']));
-    expect([...paths, ...once.ledger.identifiers].filter((f) => /[\u0000-\u001f\u0085\u200b\u2028\u2029]/u.test(f))).toEqual([]);
+    expect([...paths, ...once.ledger.identifiers].filter((f) => /[\t\n\v\f\r\u0085\u200b\u2028\u2029]/u.test(f))).toEqual([]);
     expect(once.ledger.identifiers).toEqual(expect.arrayContaining(['PROJ- 7']));
     expect(once.ledger.identifiers.filter((id) => id.startsWith('https://x.example.com/a')).every((id) => /^https:\/\/x\.example\.com\/a\d$/.test(id))).toBe(
       true,
