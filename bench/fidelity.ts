@@ -171,7 +171,17 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
     const target = Math.floor(THRESHOLD / 2);
     let proposal =
       rung === 'masking first' && plan.middle.length > 0
-        ? maskingProposal(head, plan, dialect, tokens, (m) => estimateTokens(m, dialect), target, ledger, LEDGER.requestChars)
+        ? maskingProposal(
+            head,
+            head.map((m) => seqs.get(m) ?? null),
+            plan,
+            dialect,
+            tokens,
+            (m) => estimateTokens(m, dialect),
+            target,
+            ledger,
+            LEDGER.requestChars,
+          )
         : undefined;
     let prose = '';
     if (!proposal && plan.middle.length > 0) {

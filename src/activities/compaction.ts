@@ -10,7 +10,8 @@ import { Context, log } from '@temporalio/activity';
 import type { JsonValue } from '../compaction/json';
 import { dialectOf, type Message } from '../compaction/dialects';
 import { runGates } from '../compaction/gates';
-import { emptyLedger, LEDGER_HEADING, ledgerFrom, renderLedger } from '../compaction/ledger';
+import { emptyLedger, ledgerFrom, renderLedger } from '../compaction/ledger';
+import { LEDGER_HEADING, withoutReservedText } from '../compaction/summary-structure';
 import { estimateTextTokens } from '../compaction/tokens';
 import { maskingProposal, type Proposal, summaryProposal } from '../compaction/proposal';
 import { planCompaction, type PlanOptions } from '../compaction/plan';
@@ -232,7 +233,17 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     // The cheap rung first: no summariser call when masking old tool outputs is enough.
     let proposal =
       target !== undefined
-        ? maskingProposal(snapshot, plan, dialect, tokens, (m) => counter.count(m), target, previousLedger, deps.ledger.requestChars)
+        ? maskingProposal(
+            snapshot,
+            rows.map((r) => r.lineageSeq),
+            plan,
+            dialect,
+            tokens,
+            (m) => counter.count(m),
+            target,
+            previousLedger,
+            deps.ledger.requestChars,
+          )
         : undefined;
     // A masked head the gates would refuse is not worth committing: the summary rung runs instead.
     if (proposal && gatesOf(proposal, []).failed) proposal = undefined;
@@ -249,7 +260,8 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
           {
             middle: plan.middle.map((i) => snapshot[i]),
             previousSummary: plan.previousSummary,
-            focusTopic: input.focusTopic,
+            // A focus sent by signal skips the clients' and the Update validator's check: what of a summary's structure it holds is removed.
+            focusTopic: input.focusTopic === undefined ? undefined : withoutReservedText(input.focusTopic),
             force: input.force,
             latestUserRequest: latestUserRequestText(snapshot, dialect),
             dialect,

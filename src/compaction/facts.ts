@@ -13,7 +13,8 @@ const EXTENSIONS =
 /** A path-shaped token: segments of path characters joined by `/`, optionally rooted (`/`, `./`, `../`, `~/`). */
 const PATH_TOKEN = /^(?:~|\.{1,2})?\/?[\w@+.-]+(?:\/[\w@+.-]+)*$/u;
 const KNOWN_EXTENSION = new RegExp(String.raw`\.(?:${EXTENSIONS})$`, 'i');
-const URL = /\bhttps?:\/\/[^\s<>"'`)\]}]+/giu;
+// eslint-disable-next-line no-control-regex -- a URL holds no control or format character (see HIDDEN)
+const URL = /\bhttps?:\/\/[^\s<>"'`)\]}\u0000-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB]+/giu;
 /** Ticket and issue ids (`PROJ-123`, `#4521`), UUIDs, and commit hashes (7 to 40 hex digits with a letter and a digit). */
 const IDENTIFIERS = [
   /\b[A-Z][A-Z0-9]{1,9}-\d{1,7}\b/gu,
@@ -148,15 +149,13 @@ const ERROR_LINE = /(?:error|exception|traceback|failed|failure|fatal|cannot|not
 function firstMatchingLine(text: string): string | undefined {
   for (const line of text.split('\n')) {
     const t = line.trim();
-    if (t && ERROR_LINE.test(t)) return t.length > 160 ? `${cutText(t, 157)}...` : t;
+    if (t && ERROR_LINE.test(t)) return dataLine(t, 160);
   }
   return undefined;
 }
 
-/** The outcome a result text reports: `exit N` (Codex metadata, `Exit code: N`, `exited with code N`), the provider's error mark, or ok. */
+/** The outcome a result text reports: `exit N` (Codex metadata, `Exit code: N`, `exited with code N`), the provider's error mark, or ok. The error line is one line of data (dataLine). */
 export function outcomeOf(text: string, isError: boolean): CommandOutcome {
-  const masked = /\[tool output masked by session-compaction: [^\]]*?outcome "([^"]*)"/.exec(text);
-  if (masked) return { failed: !/^(?:ok|exit 0)$/.test(masked[1]), summary: masked[1] };
   const exit =
     /"exit_code"\s*:\s*(-?\d+)/.exec(text) ??
     /\bexit(?:ed)?(?: with)?(?: status| code)?[: ]\s*(-?\d+)/i.exec(text) ??
@@ -166,6 +165,75 @@ export function outcomeOf(text: string, isError: boolean): CommandOutcome {
     const line = code !== 0 ? firstMatchingLine(text) : undefined;
     return { failed: code !== 0 || isError, summary: `exit ${code}${line ? `: ${line}` : ''}` };
   }
-  if (isError) return { failed: true, summary: `error: ${firstMatchingLine(text) ?? cutText(text.trim().split('\n')[0] ?? '', 160)}` };
+  if (isError) return { failed: true, summary: `error: ${firstMatchingLine(text) ?? dataLine(text.trim().split('\n')[0] ?? '', 160)}` };
   return { failed: false, summary: 'ok' };
+}
+
+/**
+ * Line breaks of every kind (CR, LF, VT, FF, NEL, U+2028/9), other control characters, and the
+ * invisible format characters a text can hide a break or a reordering behind.
+ */
+// eslint-disable-next-line no-control-regex -- control characters are what this removes
+const BREAKS = /[\s\u0000-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB]+/gu;
+
+/** A character that can break a line or hide in one: a control character (C0, C1: tab, CR, LF, VT, FF, NEL), U+2028/9, a format character. */
+// eslint-disable-next-line no-control-regex -- control characters are what this finds
+const HIDDEN = /[\u0000-\u001F\u007F-\u009F\u00AD\u061C\u180E\u200B-\u200F\u2028-\u202E\u2060-\u206F\uFEFF\uFFF9-\uFFFB]/gu;
+
+/**
+ * A fact (a path, an identifier) as the ledger holds and renders it: each hidden character one
+ * space, nothing else changed. The text rules never find a fact with one (`pathsIn`,
+ * `identifiersIn`, a path field that holds one is not a path), so for them this is the fact
+ * itself; it only changes a ledger stored before that rule.
+ */
+export function factLine(text: string): string {
+  return text.replace(HIDDEN, ' ');
+}
+
+/** Whether a text holds a character that can break a line or hide in one (factLine would change it). */
+export const hasHidden = (text: string): boolean => factLine(text) !== text;
+
+/**
+ * Text from a tool as one line of data: every break and run of white space or control
+ * characters one space, trimmed, cut to `max` UTF-16 units (the cut marked `...`). Whatever a
+ * tool printed, it stays inside the line that quotes it: it cannot open a line of its own.
+ */
+export function dataLine(text: string, max: number): string {
+  const flat = text.replace(BREAKS, ' ').trim();
+  return flat.length > max ? `${cutText(flat, max - 3)}...` : flat;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the masking rung's placeholder (src/compaction/masking.ts writes it, the ledger reads it)
+
+/** How every placeholder opens. Text is read as a placeholder only in a row a compaction wrote (masking.ts, isMaskedOutput). */
+export const MASK_PREFIX = '[tool output masked by session-compaction:';
+const MASK_SUFFIX = '; the original is archived with the session]';
+/** A placeholder field's bound (the tool's name, the outcome). */
+const MASK_FIELD_CHARS = 200;
+/**
+ * A placeholder whole, as placeholderText writes it: every field on one line, with no `"` or
+ * `]` inside. A prefix followed by anything else, or a field across lines, is not one.
+ */
+const PLACEHOLDER =
+  /^\[tool output masked by session-compaction: \d+ characters of output(?: from [^"\]\n\r]*)?, outcome "([^"\]\n\r]*)"; the original is archived with the session\]$/u;
+
+/** A placeholder field: one line of data, its quotes and brackets turned into ones that cannot end the field or the placeholder. */
+const placeholderField = (text: string) => dataLine(text.replace(/"/g, "'").replace(/]/g, ')'), MASK_FIELD_CHARS);
+
+/** The placeholder for an output of `chars` characters: its size, its tool, its outcome, and where the original is. */
+export function placeholderText(chars: number, tool: string | undefined, outcome: CommandOutcome): string {
+  const from = tool ? placeholderField(tool) : '';
+  return `${MASK_PREFIX} ${chars} characters of output${from ? ` from ${from}` : ''}, outcome "${placeholderField(outcome.summary)}"${MASK_SUFFIX}`;
+}
+
+/**
+ * The outcome a placeholder recorded, or undefined when the text is not a whole placeholder.
+ * Callers read it only from a row a compaction wrote (a caller's tool output that looks like
+ * one is read with outcomeOf, as the text it is).
+ */
+export function maskedOutcomeOf(text: string): CommandOutcome | undefined {
+  const m = PLACEHOLDER.exec(text);
+  if (!m) return undefined;
+  return { failed: !/^(?:ok|exit 0)$/.test(m[1]), summary: m[1] };
 }

@@ -10,8 +10,9 @@
  * row. Pure.
  */
 import type { Dialect, Message, ToolCall } from './dialects/types';
-import { commandOf, identifiersIn, isCorrection, outcomeOf, parsedInput, pathsIn, stringsIn } from './facts';
+import { commandOf, dataLine, factLine, hasHidden, identifiersIn, isCorrection, maskedOutcomeOf, outcomeOf, parsedInput, pathsIn, stringsIn } from './facts';
 import { isJsonObject, type JsonValue } from './json';
+import { LEDGER_END, LEDGER_HEADING, LEDGER_SECTIONS, withoutReservedText } from './summary-structure';
 import { cutText } from './text';
 import { estimateTextTokens } from './tokens';
 
@@ -86,7 +87,12 @@ export const emptyLedger = (): Ledger => ({
   folded: { requests: 0, files: 0, commands: 0, errors: 0, identifiers: 0 },
 });
 
-/** A ledger read back from an audit row: its shape checked, anything unknown ignored, so an old or foreign row starts a fresh one. */
+/**
+ * A ledger read back from an audit row: its shape checked, anything unknown ignored, so an old or
+ * foreign row starts a fresh one. Paths and identifiers stored before the text rules refused
+ * hidden characters in them are read through factLine, as they are rendered, so that the `facts`
+ * gate demands what the ledger shows.
+ */
 export function ledgerFrom(value: unknown): Ledger {
   if (!isJsonObject(value) || value.version !== 1) return emptyLedger();
   const fresh = emptyLedger();
@@ -95,10 +101,12 @@ export function ledgerFrom(value: unknown): Ledger {
   return {
     version: 1,
     requests: list<LedgerRequest>('requests'),
-    files: list<LedgerFile>('files'),
+    files: list<LedgerFile>('files')
+      .filter((f) => isJsonObject(f as unknown as JsonValue))
+      .map((f) => ({ ...f, path: factLine(String(f.path)) })),
     commands: list<LedgerCommand>('commands'),
     errors: list<LedgerError>('errors'),
-    identifiers: list<string>('identifiers'),
+    identifiers: list<string>('identifiers').map((id) => factLine(String(id))),
     folded: Object.fromEntries(Object.entries(fresh.folded).map(([k, v]) => [k, typeof folded[k] === 'number' ? folded[k] : v])) as unknown as FoldCounts,
   };
 }
@@ -145,8 +153,8 @@ function filesOfCall(call: ToolCall): Array<{ path: string; action: FileAction }
       if (FILE_KEYS.test(key) || /^(?:paths|files)$/i.test(key))
         for (const v of values) {
           const path = v.trim();
-          // A path field's value is a path only if it looks like one: no longer than any path, on one line.
-          if (path && path.length <= MAX_PATH_CHARS && !/[\n\r]/.test(path))
+          // A path field's value is a path only if it looks like one: no longer than any path, on one line, nothing hidden in it.
+          if (path && path.length <= MAX_PATH_CHARS && !hasHidden(path))
             out.push({ path, action: /^(?:cwd|workdir|dir|directory)$/i.test(key) ? 'mentioned' : action });
         }
     }
@@ -154,7 +162,8 @@ function filesOfCall(call: ToolCall): Array<{ path: string; action: FileAction }
   for (const text of stringsIn(input)) {
     for (const m of text.matchAll(PATCH_LINE)) {
       const kind = m[1];
-      out.push({ path: (m[2] ?? m[3]).trim(), action: kind === 'Add' ? 'created' : kind === 'Delete' ? 'deleted' : 'edited' });
+      const path = (m[2] ?? m[3]).trim();
+      if (!hasHidden(path)) out.push({ path, action: kind === 'Add' ? 'created' : kind === 'Delete' ? 'deleted' : 'edited' });
     }
     for (const path of pathsIn(text)) out.push({ path, action: 'mentioned' });
   }
@@ -237,14 +246,15 @@ class LedgerDraft {
   }
 
   upsertCommand(raw: string, outcome: { summary: string; failed: boolean }, isResult = false) {
-    const command = oneLine(raw, 300);
+    const command = dataLine(raw, 300);
+    const summary = dataLine(outcome.summary, 300);
     const known = this.commands.get(command);
     if (!known) {
-      this.commands.set(command, { command, outcome: outcome.summary, failed: outcome.failed, times: 1 });
+      this.commands.set(command, { command, outcome: summary, failed: outcome.failed, times: 1 });
       return;
     }
     if (!isResult) known.times++;
-    known.outcome = outcome.summary;
+    known.outcome = summary;
     known.failed = outcome.failed;
     this.commands.delete(command);
     this.commands.set(command, known);
@@ -274,11 +284,6 @@ class LedgerDraft {
     };
   }
 }
-
-const oneLine = (text: string, max: number) => {
-  const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length > max ? `${cutText(flat, max - 3)}...` : flat;
-};
 
 /** A built ledger, and the facts its folds removed in this build (what the `facts` gate lets go missing). */
 export interface LedgerBuild {
@@ -323,10 +328,11 @@ export function buildLedger(previous: Ledger, range: readonly RangeMessage[], di
     }
     for (const result of dialect.toolResults(message)) {
       const call = result.id !== undefined ? calls.get(result.id) : undefined;
-      const outcome = outcomeOf(result.text, result.isError);
+      // A placeholder is read as one only in a row a compaction wrote (seq null): a caller's tool output is read as the text it is.
+      const outcome = (seq === null ? maskedOutcomeOf(result.text) : undefined) ?? outcomeOf(result.text, result.isError);
       if (call?.command) draft.upsertCommand(call.command, outcome, true);
-      const source = oneLine(call?.target ?? result.name ?? 'a tool', 200);
-      if (outcome.failed) draft.addError(source, oneLine(outcome.summary, 200));
+      const source = dataLine(call?.target ?? result.name ?? 'a tool', 200);
+      if (outcome.failed) draft.addError(source, dataLine(outcome.summary, 200));
       else draft.resolve(source);
     }
   });
@@ -360,32 +366,41 @@ function correctedBy(requests: LedgerRequest[], correction: string): LedgerReque
 // ---------------------------------------------------------------------------------------------
 // rendering and folding
 
-/** The line that opens the ledger in a summary: the planner splits a previous summary's prose from its ledger here. */
-export const LEDGER_HEADING = '## Ledger (kept by session-compaction from the summarised messages, verbatim where quoted)';
-
-const LEDGER_END = '(end of ledger)';
-
 const requestLine = (r: LedgerRequest) => {
   const status = r.supersededBy !== undefined ? ` (superseded by R${r.supersededBy})` : r.correction ? ' (current; a correction)' : '';
   return `R${r.seq}${status}: ${r.text}${r.cut > 0 ? ` [... ${r.cut} more characters cut]` : ''}`;
 };
-const fileLine = (f: LedgerFile) => `- ${f.path}: ${f.action}${f.times > 1 ? ` (${f.times} times)` : ''}`;
-const commandLine = (c: LedgerCommand) => `- $ ${c.command} -> ${c.outcome}${c.times > 1 ? ` (run ${c.times} times)` : ''}`;
-const errorLine = (e: LedgerError) => `- ${e.source}: ${e.line}`;
+
+/**
+ * An outcome as the ledger renders it: its kind (`exit 1`, `error`, `ok`, `no result seen`) as
+ * the ledger wrote it, and what the tool printed as a quoted string on the same line. Every
+ * field that comes from a tool (outcomes, error lines, command lines, paths, identifiers) is
+ * rendered on one line (dataLine) after the entry's own `- `, also when a ledger stored before
+ * this rule held a break: no tool output can open a heading or a request line, or close the
+ * ledger.
+ */
+const outcomeText = (outcome: string) => {
+  const flat = dataLine(String(outcome), 300);
+  if (flat === 'ok' || flat === 'no result seen') return flat;
+  const m = /^(exit -?\d+|error)(?:: (.*))?$/su.exec(flat);
+  return m ? `${m[1]}${m[2] ? `: ${JSON.stringify(m[2])}` : ''}` : JSON.stringify(flat);
+};
+const fileLine = (f: LedgerFile) => `- ${factLine(String(f.path))}: ${f.action}${f.times > 1 ? ` (${f.times} times)` : ''}`;
+const commandLine = (c: LedgerCommand) => `- $ ${dataLine(String(c.command), 300)} -> ${outcomeText(c.outcome)}${c.times > 1 ? ` (run ${c.times} times)` : ''}`;
+const errorLine = (e: LedgerError) => `- ${dataLine(String(e.source), 200)}: ${outcomeText(e.line)}`;
 
 /** The ledger as the agent reads it, inside the summary message. */
 export function renderLedger(ledger: Ledger): string {
   const sections = [LEDGER_HEADING];
-  if (ledger.requests.length > 0)
-    sections.push(`User requests, oldest first (R<n>: the message's place in the session):\n${ledger.requests.map(requestLine).join('\n')}`);
-  if (ledger.files.length > 0) sections.push(`Files (last action):\n${ledger.files.map(fileLine).join('\n')}`);
-  if (ledger.commands.length > 0) sections.push(`Commands (last outcome):\n${ledger.commands.map(commandLine).join('\n')}`);
+  if (ledger.requests.length > 0) sections.push(`${LEDGER_SECTIONS.requests}\n${ledger.requests.map(requestLine).join('\n')}`);
+  if (ledger.files.length > 0) sections.push(`${LEDGER_SECTIONS.files}\n${ledger.files.map(fileLine).join('\n')}`);
+  if (ledger.commands.length > 0) sections.push(`${LEDGER_SECTIONS.commands}\n${ledger.commands.map(commandLine).join('\n')}`);
   const open = ledger.errors.filter((e) => !e.resolved);
-  if (open.length > 0) sections.push(`Errors not yet resolved:\n${open.map(errorLine).join('\n')}`);
-  if (ledger.identifiers.length > 0) sections.push(`Identifiers the user named: ${ledger.identifiers.join(', ')}`);
+  if (open.length > 0) sections.push(`${LEDGER_SECTIONS.errors}\n${open.map(errorLine).join('\n')}`);
+  if (ledger.identifiers.length > 0) sections.push(`${LEDGER_SECTIONS.identifiers} ${ledger.identifiers.map((id) => factLine(String(id))).join(', ')}`);
   const f = ledger.folded;
   const folded = Object.entries(f).filter(([, n]) => n > 0);
-  if (folded.length > 0) sections.push(`Folded into counts to fit (oldest and resolved first): ${folded.map(([k, n]) => `${n} ${k}`).join(', ')}`);
+  if (folded.length > 0) sections.push(`${LEDGER_SECTIONS.folded} ${folded.map(([k, n]) => `${n} ${k}`).join(', ')}`);
   // A closing line: a summary message is trimmed, which must never cut a request's own trailing white space.
   sections.push(LEDGER_END);
   return sections.join('\n\n');
@@ -454,7 +469,11 @@ export function proseOf(summaryText: string): string {
   return (at >= 0 ? summaryText.slice(0, at) : summaryText.startsWith(LEDGER_HEADING) ? '' : summaryText).trim();
 }
 
-/** The summary text a compaction commits: the summariser's prose, then the ledger. */
+/**
+ * The summary text a compaction commits: the summariser's prose, then the ledger. What of a
+ * summary's structure the prose holds (the marker, a ledger heading, the closing line) is
+ * replaced by a notice, so that only the ledger reads as the ledger.
+ */
 export function summaryWithLedger(prose: string, ledger: Ledger): string {
-  return `${prose.trim()}\n\n${renderLedger(ledger)}`;
+  return `${withoutReservedText(prose).trim()}\n\n${renderLedger(ledger)}`;
 }

@@ -10,7 +10,7 @@
  */
 import type { CandidateEntry } from './candidate';
 import type { Dialect, Message, ToolResult } from './dialects/types';
-import { outcomeOf } from './facts';
+import { maskedOutcomeOf, outcomeOf, placeholderText } from './facts';
 import { isJsonObject } from './json';
 import { latestUserRequestIndex, type CompactionPlan } from './plan';
 
@@ -18,21 +18,21 @@ import { latestUserRequestIndex, type CompactionPlan } from './plan';
 const carriesThinking = (m: Message) =>
   Array.isArray(m.content) && m.content.some((b) => isJsonObject(b) && (b.type === 'thinking' || b.type === 'redacted_thinking'));
 
-/** How every placeholder opens: an output already masked is not masked again. */
-export const MASK_PREFIX = '[tool output masked by session-compaction:';
-
-/** True when the message holds a tool output the masking rung replaced by its placeholder. */
-export function isMaskedOutput(dialect: Dialect, message: Message): boolean {
-  return dialect.toolResults(message).some((r) => r.text.startsWith(MASK_PREFIX));
+/**
+ * Whether a tool output of a message is a placeholder the masking rung wrote. `byCompaction`
+ * says whether the message's row was written by a compaction (it has no lineage sequence
+ * number: src/db/functions/session_append.sql gives one to every row a caller appends, so no
+ * caller can write such a row); a message a caller appended is never a placeholder, whatever
+ * its text, so a tool output cannot pose as one.
+ */
+export function isMaskedOutput(dialect: Dialect, message: Message, byCompaction: boolean): boolean {
+  const results = dialect.toolResults(message);
+  return byCompaction && results.length > 0 && results.every((r) => maskedOutcomeOf(r.text) !== undefined);
 }
 
 /** The placeholder for one result: its size, its tool, its outcome, and where the original is. */
-function maskPlaceholder(result: ToolResult, toolName: string | undefined): string {
-  const outcome = outcomeOf(result.text, result.isError);
-  const tool = toolName ?? result.name;
-  const said = outcome.summary.replace(/"/g, "'").replace(/]/g, ')');
-  return `${MASK_PREFIX} ${result.text.length} characters of output${tool ? ` from ${tool}` : ''}, outcome "${said}"; the original is archived with the session]`;
-}
+const maskPlaceholder = (result: ToolResult, toolName: string | undefined) =>
+  placeholderText(result.text.length, toolName ?? result.name, outcomeOf(result.text, result.isError));
 
 export interface MaskingResult {
   /** The head the rung proposes: every message kept verbatim but the masked ones. */
@@ -45,10 +45,13 @@ export interface MaskingResult {
 /**
  * Masks the oldest eligible tool outputs until the head holds at most `targetTokens`, or
  * returns undefined when masking all of them would not get it there. `tokens[i]` is message
- * i's count; `count` counts a masked message the same way.
+ * i's count; `count` counts a masked message the same way. `seqs[i]` is message i's lineage
+ * sequence number, null on rows a compaction wrote: only those can hold placeholders already,
+ * and a caller's tool output that merely looks like one is masked like any other.
  */
 export function maskOldOutputs(
   snapshot: readonly Message[],
+  seqs: ReadonlyArray<number | null>,
   plan: CompactionPlan,
   dialect: Dialect,
   tokens: readonly number[],
@@ -72,8 +75,8 @@ export function maskOldOutputs(
     if (total <= targetTokens) break;
     if ((latest >= 0 && i > latest) || openResults.has(i) || i < lastThinking) continue;
     const results = dialect.toolResults(snapshot[i]);
-    if (results.length === 0 || results.every((r) => r.text.startsWith(MASK_PREFIX))) continue;
-    const masked = dialect.maskResults(snapshot[i], (r) => (r.text.startsWith(MASK_PREFIX) ? r.text : maskPlaceholder(r, r.id ? names.get(r.id) : undefined)));
+    if (results.length === 0 || isMaskedOutput(dialect, snapshot[i], seqs[i] === null)) continue;
+    const masked = dialect.maskResults(snapshot[i], (r) => maskPlaceholder(r, r.id ? names.get(r.id) : undefined));
     if (!masked) continue;
     const saved = tokens[i] - count(masked);
     if (saved <= 0) continue;

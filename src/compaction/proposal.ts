@@ -28,9 +28,14 @@ const mergeFacts = (a: Facts, b: Facts): Facts => ({
   identifiers: [...a.identifiers, ...b.identifiers],
 });
 
-/** The masking rung's proposal, or undefined when masking old tool outputs cannot bring the head to `targetTokens`. */
+/**
+ * The masking rung's proposal, or undefined when masking old tool outputs cannot bring the head to
+ * `targetTokens`. `seqs[i]` is snapshot message i's lineage sequence number (null on rows a
+ * compaction wrote: only those can hold placeholders already).
+ */
 export function maskingProposal(
   snapshot: readonly Message[],
+  seqs: ReadonlyArray<number | null>,
   plan: CompactionPlan,
   dialect: Dialect,
   tokens: readonly number[],
@@ -39,7 +44,7 @@ export function maskingProposal(
   previous: Ledger,
   requestChars: number,
 ): Proposal | undefined {
-  const masked = maskOldOutputs(snapshot, plan, dialect, tokens, count, targetTokens);
+  const masked = maskOldOutputs(snapshot, seqs, plan, dialect, tokens, count, targetTokens);
   if (!masked) return undefined;
   return {
     rung: 'masking',

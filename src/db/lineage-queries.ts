@@ -300,7 +300,7 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
       const source = parentByOrigin.get(r.originMessageId);
       // Rows appended after the snapshot's watermark were carried in at commit.
       if (!source || afterWatermark(source)) kind = 'carried';
-    } else if (isMaskedOutput(dialect, r.message)) kind = 'masked';
+    } else if (isMaskedOutput(dialect, r.message, r.lineageSeq === null)) kind = 'masked';
     return { ...r, kind };
   });
   const keptOrigins = new Set(result.filter((r) => r.kind === 'kept' && r.originMessageId != null).map((r) => r.originMessageId!));

@@ -4,6 +4,7 @@
  * JSON shapes (see docs/wire-contract.md). Workflow-safe: no I/O, no Node built-ins.
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import { reservedTextIn } from '../compaction/summary-structure';
 import { checkText, codePointLength } from '../compaction/text';
 import { BackgroundCompactionRejectedError, InvalidInputError } from '../errors';
 import type { LineageSettings } from './settings';
@@ -198,9 +199,19 @@ export function checkCompactRequest(raw: unknown, options: { codePoints?: boolea
  * NUL or a lone surrogate can be stored nowhere, so it is refused before it is admitted. The
  * Update validator and the clients run it, and the signal handler does behind a patch (a
  * signal dropped by it would change what an old history replays).
+ *
+ * A focus topic may also not hold a summary's structure (the summary marker, a ledger heading,
+ * the ledger's closing line: src/compaction/summary-structure.ts), which only the service
+ * writes. The clients and the Update validator refuse it; the signal handler passes
+ * `focusStructure: false` (a signal it would now drop was admitted by the code that recorded
+ * an older history), and the compaction activity removes what a signal's focus holds of it.
  */
-export function checkRequestText(request: CompactRequest): CompactRequest {
+export function checkRequestText(request: CompactRequest, options: { focusStructure?: boolean } = {}): CompactRequest {
   if (request.requestId !== undefined) checkText(request.requestId, 'requestId');
-  if (request.focusTopic !== undefined) checkText(request.focusTopic, 'focusTopic');
+  if (request.focusTopic !== undefined) {
+    checkText(request.focusTopic, 'focusTopic');
+    const reserved = options.focusStructure === false ? undefined : reservedTextIn(request.focusTopic);
+    if (reserved) throw new InvalidInputError('focusTopic', `may not contain ${reserved}: only the service writes a summary's structure`);
+  }
   return request;
 }

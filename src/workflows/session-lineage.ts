@@ -57,10 +57,13 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
     showProgress();
     return requestId;
   };
-  /** `current`: the text rule and code-point sizes; histories of signals from before them replay without. */
-  const validate = (request: contract.CompactRequest, current = true) => {
+  /**
+   * `current`: the text rule and code-point sizes; histories of signals from before them replay without.
+   * `focusStructure`: the focus topic may not hold a summary's structure (Updates; a signal's focus is cleaned by the activity).
+   */
+  const validate = (request: contract.CompactRequest, current = true, focusStructure = true) => {
     const checked = contract.checkCompactRequest(request, { codePoints: current });
-    const { sessionId } = current ? contract.checkRequestText(checked) : checked;
+    const { sessionId } = current ? contract.checkRequestText(checked, { focusStructure }) : checked;
     if (!contract.belongsToLineage(sessionId, lineageId)) {
       throw new InvalidInputError('sessionId', `session ${sessionId} does not belong to lineage ${lineageId}`);
     }
@@ -86,7 +89,7 @@ export async function sessionLineageWorkflow(input: contract.SessionLineageInput
     contract.compactSignal,
     (request) => {
       try {
-        validate(request, patched(PATCH_TEXT_RULE_ON_SIGNALS));
+        validate(request, patched(PATCH_TEXT_RULE_ON_SIGNALS), false);
       } catch (error) {
         // A signal cannot be rejected; a bad or background request is dropped, never run.
         return log.warn('ignored compaction signal', { reason: error instanceof Error ? error.message : String(error) });

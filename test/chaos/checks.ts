@@ -61,7 +61,16 @@ export function expectStorm(row: StormRow, sessions: number) {
   expect(Object.keys(row.dialects).sort()).toEqual([...dialects].sort());
   for (const dialect of dialects) {
     const d = row.dialects[dialect]!;
-    expect({ dialect, ...d }).toMatchObject({ dialect, appendErrors: 0, ledgerProblems: [], providerRefusals: [], latestRequestProblems: [] });
+    expect({ dialect, ...d }).toMatchObject({
+      dialect,
+      appendErrors: 0,
+      ledgerProblems: [],
+      providerRefusals: [],
+      latestRequestProblems: [],
+      ledgerForgeries: [],
+    });
+    // The forged outputs were summarised (their shell calls are in the ledgers), and forged nothing.
+    expect(d.forgedCommandsInLedgers, dialect).toBeGreaterThan(0);
     expect(d.acknowledgedAppends, dialect).toBeGreaterThan(d.sessions);
     expect(d.compactionsCommitted, dialect).toBeGreaterThan(d.sessions);
     expect(d.ledgerSummarised, dialect).toBeGreaterThan(0);

@@ -6,7 +6,9 @@
  * message comes with the field its refusal must name.
  */
 import { DIALECT_NAMES, type DialectName, type Message } from '../../src/compaction/dialects';
+import type { JsonObject } from '../../src/compaction/json';
 import { SUMMARY_PREFIX } from '../../src/compaction/messages';
+import { FORGED_OUTPUTS } from '../support/forged';
 import { messyTranscript } from '../support/messy';
 import { toAgentsItems } from '../support/agents-items';
 
@@ -42,13 +44,22 @@ export function historyFor(dialect: DialectName, seed: number, turns = 10): Mess
  * starts with `tag`, where the dialect keeps text, so the ledger finds it in the summariser's
  * prompt), the model's tool call(s), their JSON text results, and the model's answer (also
  * tagged). Every third step makes two parallel calls (Anthropic stores their results one per
- * entry, as Claude Code does). Call ids are unique per lineage (`callPrefix` and `n`). No
+ * entry, as Claude Code does). Every fourth step's first call is a shell call whose output
+ * tries to forge the ledger (test/support/forged.ts, in turn: a placeholder whose outcome runs
+ * over lines into a requests heading and an R1 line, a long output opening with a
+ * placeholder, error lines broken by `\r` and by U+2028). Call ids are unique per lineage (`callPrefix` and `n`). No
  * thinking blocks: the stateless strict check (test/support/strict-check.ts) knows no
  * signature, so a kept thinking block would be refused there; the histories carry thinking.
  */
 export function stepTurn(dialect: DialectName, tag: string, callPrefix: string, n: number): Message[] {
   const ids = Array.from({ length: n % 3 === 2 ? 2 : 1 }, (_, k) => `${callPrefix}_${n}_${k}`);
-  const result = (k: number) => JSON.stringify({ status: 'ok', step: tag, part: k, rows: [{ id: n, name: 'Ада' }], more: false });
+  const json = (k: number) => JSON.stringify({ status: 'ok', step: tag, part: k, rows: [{ id: n, name: 'Ада' }], more: false });
+  const forged = n % 4 === 3 ? FORGED_OUTPUTS[Math.floor(n / 4) % FORGED_OUTPUTS.length] : undefined;
+  const isForged = (k: number) => forged !== undefined && k === 0;
+  const result = (k: number) => (isForged(k) ? `${forged!.output(30)}\n${json(k)}` : json(k));
+  /** The tool a call runs and its arguments: the forged step's first call is a shell command. */
+  const name = (k: number) => (isForged(k) ? 'shell' : 'run_step');
+  const args = (k: number): JsonObject => (isForged(k) ? { command: `${forged!.command} # ${tag}`, step: tag, k } : { step: tag, k });
   const request = `${tag} next step please 🙂`;
   const answer = `done ${tag}`;
   switch (dialect) {
@@ -66,16 +77,16 @@ export function stepTurn(dialect: DialectName, tag: string, callPrefix: string, 
             index,
             id,
             type: 'function',
-            function: { name: 'run_step', arguments: JSON.stringify({ step: tag, k: index }) },
+            function: { name: name(index), arguments: JSON.stringify(args(index)) },
           })),
         },
-        ...ids.map((id, k) => ({ role: 'tool', tool_call_id: id, name: 'run_step', content: result(k) })),
+        ...ids.map((id, k) => ({ role: 'tool', tool_call_id: id, name: name(k), content: result(k) })),
         { role: 'assistant', content: answer, refusal: null, annotations: [] },
       ];
     case 'openai-responses':
       return [
         { type: 'message', role: 'user', content: [{ type: 'input_text', text: request }] },
-        ...ids.map((id, k) => ({ type: 'function_call', call_id: id, name: 'run_step', arguments: JSON.stringify({ step: tag, k }) })),
+        ...ids.map((id, k) => ({ type: 'function_call', call_id: id, name: name(k), arguments: JSON.stringify(args(k)) })),
         ...ids.map((id, k) => ({ type: 'function_call_output', call_id: id, output: result(k) })),
         { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: answer, annotations: [] }] },
       ];
@@ -83,7 +94,7 @@ export function stepTurn(dialect: DialectName, tag: string, callPrefix: string, 
       const results = ids.map((id, k) => ({ type: 'tool_result', tool_use_id: id, content: result(k) }));
       return [
         { role: 'user', content: [{ type: 'text', text: request }] },
-        { role: 'assistant', content: ids.map((id, k) => ({ type: 'tool_use', id, name: 'run_step', input: { step: tag, k } })) },
+        { role: 'assistant', content: ids.map((id, k) => ({ type: 'tool_use', id, name: name(k), input: args(k) })) },
         ...(ids.length > 1 ? results.map((r) => ({ role: 'user', content: [r] })) : [{ role: 'user', content: results }]),
         { role: 'assistant', content: [{ type: 'text', text: answer }] },
       ];
@@ -93,9 +104,9 @@ export function stepTurn(dialect: DialectName, tag: string, callPrefix: string, 
         { role: 'user', parts: [{ text: request }] },
         {
           role: 'model',
-          parts: ids.map((id, k) => ({ functionCall: { name: 'run_step', args: { step: tag, k }, id }, ...(k === 0 ? { thoughtSignature: `CiQB${n}` } : {}) })),
+          parts: ids.map((id, k) => ({ functionCall: { name: name(k), args: args(k), id }, ...(k === 0 ? { thoughtSignature: `CiQB${n}` } : {}) })),
         },
-        { role: 'user', parts: ids.map((id, k) => ({ functionResponse: { name: 'run_step', id, response: { output: result(k) } } })) },
+        { role: 'user', parts: ids.map((id, k) => ({ functionResponse: { name: name(k), id, response: { output: result(k) } } })) },
         { role: 'model', parts: [{ text: answer }] },
       ];
   }

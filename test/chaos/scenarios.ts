@@ -20,6 +20,7 @@ import { readWithRetry } from '../../src/db/database';
 import { auditRows } from '../../src/db/session-store';
 import { compactSignal, compactUpdate, lineageWorkflowId } from '../../src/workflows/contract';
 import { conversation } from '../support/conversation';
+import { FORGED_OUTPUTS, forgeriesInSummaries } from '../support/forged';
 import { type SummariserCalls, summariserCallsPerHead } from '../support/fake-llm';
 import { AppendLedger, canonical, ledgerProblems } from '../support/ledger';
 import { strictProviderCheck } from '../support/strict-check';
@@ -360,6 +361,10 @@ interface DialectStormResult {
   providerRefusals: string[];
   /** Heads whose latest real user request is not the last one appended, verbatim. */
   latestRequestProblems: string[];
+  /** What the forged tool outputs (stepTurn's every fourth step) forged in any summary the lineages ever had: a heading, a request line, a closing line. */
+  ledgerForgeries: string[];
+  /** Ledger command entries (in the audit rows) of the forged shell calls: evidence that summaries read the forged outputs. */
+  forgedCommandsInLedgers: number;
 }
 
 export type StormRow = ReliabilityRow & {
@@ -507,7 +512,24 @@ export async function workerStorm(size: StormOptions): Promise<StormRow> {
         const problem = latestRequestProblem(dialect, (await stack.client.transcript(id)).messages, appendsOf.get(id)!.lastRequest);
         if (problem) latestRequestProblems.push(`${id}: ${problem}`);
       }
+      // Every summary these lineages ever had (archived ones too), read line by line; and the audit rows' ledgers.
+      const summaries = await stack.db.pool.query<{ body: Message }>(
+        `select m.body from messages m join sessions s on s.id = m.session_id
+         where s.lineage_id = any($1) and m.written_by_compaction is not null and m.lineage_seq is null`,
+        [mine.map((s) => s.id)],
+      );
+      const d = dialectOf(dialect);
+      const ledgers = await stack.db.pool.query<{ ledger: { commands?: Array<{ command: string }> } | null }>(
+        `select ledger from compactions where lineage_id = any($1) and outcome = 'compacted'`,
+        [mine.map((s) => s.id)],
+      );
+      const forgedCommands = FORGED_OUTPUTS.map((f) => `${f.command} # `);
       dialects[dialect] = {
+        ledgerForgeries: forgeriesInSummaries(summaries.rows.filter((r) => d.isSummary(r.body)).map((r) => d.textOf(r.body))),
+        forgedCommandsInLedgers: ledgers.rows.reduce(
+          (n, r) => n + (r.ledger?.commands ?? []).filter((c) => forgedCommands.some((f) => c.command.startsWith(f))).length,
+          0,
+        ),
         sessions: mine.length,
         acknowledgedAppends: mine.reduce((n, s) => n + appendsOf.get(s.id)!.acknowledged, 0),
         appendErrors: mine.reduce((n, s) => n + appendsOf.get(s.id)!.errors, 0),

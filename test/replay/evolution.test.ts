@@ -227,11 +227,11 @@ describe('the record-joined-requests patch', () => {
 });
 
 describe('the text-rule-on-signals patch', () => {
-  const GUARDED = 'validate(request, patched(PATCH_TEXT_RULE_ON_SIGNALS));';
+  const GUARDED = 'validate(request, patched(PATCH_TEXT_RULE_ON_SIGNALS), false);';
 
   it('a run of the code before it (a signal measured in UTF-16 units, dropped) replays on today code, and fails to without the guard', async () => {
     const wide = '😀'.repeat(150); // 150 code points (allowed now), 300 UTF-16 units (over the old limit of 200)
-    const history = await runOldCode(await bundleWithout('before-text-rule-on-signals', GUARDED, 'validate(request, false);'), {}, async (old, root) => {
+    const history = await runOldCode(await bundleWithout('before-text-rule-on-signals', GUARDED, 'validate(request, false, false);'), {}, async (old, root) => {
       const handle = old.temporal.workflow.getHandle(lineageWorkflowId(root));
       await handle.signal(compactSignal, { sessionId: root, requestId: wide });
       // Let the signal's own workflow task complete first (a condition, with a deadline), so the
@@ -259,7 +259,7 @@ describe('the text-rule-on-signals patch', () => {
     await expect(
       Worker.runReplayHistory({ workflowBundle: { codePath: inject('stack').workflowBundlePath } }, history, 'old-wide-signal'),
     ).resolves.toBeUndefined();
-    const unguarded = await bundleWithout('unguarded-text-rule-on-signals', GUARDED, 'validate(request, true);');
+    const unguarded = await bundleWithout('unguarded-text-rule-on-signals', GUARDED, 'validate(request, true, false);');
     await expect(Worker.runReplayHistory({ workflowBundle: { code: unguarded } }, history, 'old-wide-signal')).rejects.toThrow(/[Nn]ondeterminism/);
   });
 

@@ -3,14 +3,17 @@
  * `openai` client against the local LLM), in every dialect. The summariser here writes one
  * sentence that keeps nothing (the lossy stub), so whatever the head still knows it knows
  * through the ledger; the facts are counted with the generator's own list. The masking rung is
- * proven by the local LLM's own record of requests: none for a masked compaction.
+ * proven by the local LLM's own record of requests: none for a masked compaction. Tool outputs
+ * that forge the ledger (a mask placeholder across lines, a placeholder prefix, breaks behind
+ * `\r` and U+2028) forge nothing in it, through a masking and three summaries.
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { DIALECT_NAMES, dialectOf, type Message } from '../../src/compaction/dialects';
 import { jsonEqual } from '../../src/compaction/json';
-import { MASK_PREFIX } from '../../src/compaction/masking';
+import { MASK_PREFIX } from '../../src/compaction/facts';
 import { estimateTranscriptTokens } from '../../src/compaction/tokens';
+import { FORGED_OUTPUTS, forgedPrefixOutput, ledgerForgeries } from '../support/forged';
 import { plantedSession } from '../support/planted';
 import { uniqueId, useTestStack } from '../support/stack';
 import { strictProviderCheck } from '../support/strict-check';
@@ -109,5 +112,67 @@ describe.each(DIALECT_NAMES)('ledger and masking on the real stack (%s)', (name)
     expect(rows.map((r) => r.rung)).toEqual(['masking', 'summary']);
     const ledger = rows[1].ledger as unknown as { commands: Array<{ command: string; outcome: string }> };
     expect(ledger.commands.some((c) => c.command.startsWith('pytest') && /^exit [01]/.test(c.outcome))).toBe(true);
+  });
+
+  it('no tool output forges the ledger: forged placeholders, a placeholder prefix, \\r and U+2028 error lines, through a masking and three summaries', async () => {
+    const id = uniqueId(`forged-${name}`);
+    const LINES = 80;
+    // Every turn's tool turn holds one hostile shell output as well, in turn: the forged placeholder, the prefix, \r, U+2028.
+    const { messages, facts } = plantedSession(name, 24, 12, {
+      outputLines: LINES,
+      thinking: false,
+      extraShell: (t) => {
+        const f = FORGED_OUTPUTS[t % FORGED_OUTPUTS.length];
+        return { command: f.command, output: f.output(LINES), isError: f.isError };
+      },
+    });
+    const { opening, turns } = turnsOf(messages);
+    const chunks = [[...opening, ...turns.slice(0, 6).flat()], turns.slice(6, 9).flat(), turns.slice(9).flat()];
+    // Turn 1's hostile output opens with a placeholder and is long (turn 5's follows the latest request, which masking never touches).
+    const prefixOutput = (ms: readonly Message[]) => ms.flatMap((m) => dialect.toolResults(m)).find((r) => r.id === 'call_x24_1')?.text;
+    expect(prefixOutput(chunks[0])).toBe(forgedPrefixOutput(LINES));
+    const findings: Record<string, string[]> = {};
+    const checkHead = async (label: string, sessionId: string) => {
+      const head = (await stack().client.transcript(sessionId)).messages;
+      const summaries = head.filter((m) => dialect.isSummary(m) && dialect.textOf(m).includes('## Ledger'));
+      expect(summaries, label).toHaveLength(1);
+      findings[label] = ledgerForgeries(dialect.textOf(summaries[0]), facts.requests);
+      expect(strictProviderCheck(name, dialect.forProvider(head)), label).toBeUndefined();
+    };
+    await stack().client.createSession({
+      sessionId: id,
+      dialect: name,
+      contextWindow: Math.ceil(estimateTranscriptTokens(chunks[0], dialect) * 1.1),
+    });
+    await stack().client.append(id, chunks[0]);
+    // 1. The masking rung: an output that merely opens with a placeholder is a caller's output like any other, and is masked.
+    const masked = await stack().client.compact(id, { timeoutMs: 60_000 });
+    expect(masked.outcome, masked.reason).toBe('compacted');
+    expect.soft(masked.reason, 'the masking rung answered').toMatch(/masking rung/);
+    expect
+      .soft(prefixOutput(masked.messages), 'a long output opening with a placeholder left unmasked')
+      .toMatch(/^\[tool output masked by session-compaction: \d+ characters of output from /);
+    let head = masked.sessionId;
+    // 2.-4. Summaries (forced), each adding the next chunk first: the ledger reads the placeholders and the hostile outputs.
+    stack().llm.setDefault({ text: LOSSY });
+    for (const [k, chunk] of [[], chunks[1], chunks[2]].entries()) {
+      if (chunk.length > 0) await stack().client.append(head, chunk);
+      const result = await stack().client.compact(head, { force: true, timeoutMs: 60_000 });
+      expect(result.outcome, result.reason).toBe('compacted');
+      head = result.sessionId;
+      await checkHead(`summary ${k + 1}`, head);
+    }
+    expect(findings).toEqual({ 'summary 1': [], 'summary 2': [], 'summary 3': [] });
+    // The audit rows hold the same ledger: no request but the ones appended, every field from a tool on one line.
+    const rows = (await auditRows(id)) as unknown as Array<{
+      rung: string;
+      ledger: { requests: Array<{ text: string }>; commands: Array<{ command: string; outcome: string }>; errors: Array<{ source: string; line: string }> };
+    }>;
+    expect(rows.map((r) => r.rung)).toEqual(['masking', 'summary', 'summary', 'summary']);
+    for (const { ledger } of rows.slice(1)) {
+      expect(ledger.requests.filter((r) => !facts.requests.includes(r.text))).toEqual([]);
+      const fields = [...ledger.commands.flatMap((c) => [c.command, c.outcome]), ...ledger.errors.flatMap((e) => [e.source, e.line])];
+      expect(fields.filter((f) => /[\n\r\v\f\u0085\u2028\u2029]/u.test(f))).toEqual([]);
+    }
   });
 });

@@ -22,7 +22,7 @@ import type { ResponseInputItem } from 'openai/resources/responses/responses';
 import type { SessionsClient } from '../../src/client';
 import { type Dialect, dialectOf, type DialectName, type Message } from '../../src/compaction/dialects';
 import { canonicalJson, jsonEqual, type JsonValue } from '../../src/compaction/json';
-import { MASK_PREFIX } from '../../src/compaction/masking';
+import { MASK_PREFIX } from '../../src/compaction/facts';
 import { AgentRequestRejected } from './scripted-agent';
 import { fillerText, seededRandom } from './strict-provider';
 

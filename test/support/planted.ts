@@ -120,7 +120,17 @@ const FILE_BODY = (path: string, n: number) =>
  * leaves Anthropic's thinking blocks out (a stateless strict check refuses every signature it
  * did not issue).
  */
-export function plantedSession(dialect: DialectName, seed: number, turns = 16, options: { outputLines?: number; thinking?: boolean } = {}): PlantedSession {
+export function plantedSession(
+  dialect: DialectName,
+  seed: number,
+  turns = 16,
+  options: {
+    outputLines?: number;
+    thinking?: boolean;
+    /** A further shell call in turn t's tool turn, with the output it printed (test/support/forged.ts's hostile outputs). */
+    extraShell?: (turn: number) => { command: string; output: string; isError: boolean } | undefined;
+  } = {},
+): PlantedSession {
   if (dialect === 'openai-agents') {
     const session = plantedSession('openai-responses', seed, turns, options);
     return { messages: toAgentsItems(session.messages), facts: session.facts };
@@ -166,6 +176,8 @@ export function plantedSession(dialect: DialectName, seed: number, turns = 16, o
         isError: failing && dialect === 'anthropic',
       },
     ];
+    const extra = options.extraShell?.(t);
+    if (extra) steps.push({ kind: 'shell', id: `call_x${seed}_${t}`, args: { command: extra.command }, output: extra.output, isError: extra.isError });
     messages.push(...toolTurn(dialect, steps, options.thinking ?? true));
     if (failing) {
       const retry: Step = {

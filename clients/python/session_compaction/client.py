@@ -47,7 +47,7 @@ from .config import Config, load_config, temporal_connect_options
 from .payloads import DATA_CONVERTER
 from .dialects import DIALECTS, DialectName, message_texts
 from .dialects import for_provider as for_provider_view
-from .text import check_json, check_messages, check_text
+from .text import check_json, check_messages, check_text, reserved_text_in
 from .tokens import TokenizerName, token_counts_with, tokenizer_for
 from .errors import (
     BackgroundCompactionRejectedError,
@@ -137,6 +137,9 @@ def check_compact_request(raw: Mapping[str, Any]) -> dict[str, Any]:
         check_text(request_id, "requestId")
     if focus is not None:
         check_text(focus, "focusTopic")
+        reserved = reserved_text_in(focus)
+        if reserved:
+            raise InvalidInputError("focusTopic", f"may not contain {reserved}: only the service writes a summary's structure")
     return {k: v for k, v in raw.items() if v is not None and k != "background"} | {"sessionId": session_id}
 
 

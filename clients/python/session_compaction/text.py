@@ -134,3 +134,40 @@ def check_messages(messages: Any) -> Sequence[Any]:
     for i, m in enumerate(messages):
         check_json(m, f"messages[{i}]")
     return messages
+
+
+# The text that gives a summary message its structure (src/compaction/summary-structure.ts):
+# the summary marker, the ledger's heading, its closing line anywhere, and a section heading
+# where it opens a line. Only the service writes them: a focus topic holding one is refused.
+_GAP = r"[\s\u00AD\u180E\u200B-\u200F\u2060-\u2064\uFEFF]"
+
+
+def _phrase(text: str) -> str:
+    return (_GAP + "+").join(re.escape(word) for word in text.split())
+
+
+_SECTION_STEMS = (
+    "User requests, oldest first",
+    "Files (last action)",
+    "Commands (last outcome)",
+    "Errors not yet resolved",
+    "Identifiers the user named",
+    "Folded into counts to fit",
+)
+_RESERVED = (
+    ("the summary marker", re.compile(_phrase("[CONTEXT SUMMARY: reference only, written by session-compaction]"), re.IGNORECASE)),
+    ("the ledger heading", re.compile(_phrase("Ledger (kept by session-compaction"), re.IGNORECASE)),
+    ("the ledger's closing line", re.compile(_phrase("(end of ledger)"), re.IGNORECASE)),
+    *(
+        (f'the ledger heading "{stem}"', re.compile(r"(?:^|(?<=[\n\r\v\f\u0085\u2028\u2029]))(?:" + _GAP + r"|[#*_>-])*" + _phrase(stem), re.IGNORECASE))
+        for stem in _SECTION_STEMS
+    ),
+)
+
+
+def reserved_text_in(value: str) -> str | None:
+    """What of a summary's structure a text holds, or None (reservedTextIn)."""
+    for what, pattern in _RESERVED:
+        if pattern.search(value):
+            return what
+    return None
