@@ -18,7 +18,7 @@ DECLARE
   prior append_keys;
   removed jsonb;
   removed_ids bigint[];
-  removed_tokens integer;
+  removed_tokens bigint;
   appended jsonb;
   v_result jsonb;
 BEGIN
