@@ -1,0 +1,199 @@
+/**
+ * Lineage incarnations, on the real stack (issue 33, point 2): a lineage erased and created
+ * again under the same id is another lineage, and nothing that belonged to the erased one
+ * reaches it.
+ *
+ * - A forced compaction whose summary is still running when the lineage is erased (its summary
+ *   call ignores the cancellation, like a worker that learnt nothing from its throttled
+ *   heartbeats) goes on to its commit after the id was created again and filled with as many
+ *   rows, at the same head and generation: the commit is stale and writes nothing (the job's
+ *   row is gone, and the incarnation it began on differs).
+ * - An old writer (a SessionsClient that learnt the erased incarnation) gets LineageErasedError
+ *   for a new append and for a keyed resend of a batch acknowledged before the erase; nothing of
+ *   either is stored. A client that creates the id again writes to the new lineage.
+ * - A retried attempt that learnt the erased incarnation from its predecessor's heartbeat begins
+ *   nothing on the new lineage (no audit row, no snapshot).
+ *
+ * Rows are counted with this file's own SQL; the old job's activity is observed with this
+ * file's own activity interceptor and heartbeat seam (the fault is asserted to have landed: the
+ * old job reached its commit after the re-creation).
+ */
+import { Context } from '@temporalio/activity';
+import type { ActivityInboundCallsInterceptor, ActivityExecuteInput, Next } from '@temporalio/worker';
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { createSummariser, type Summariser } from '../../src/activities/summariser';
+import { SessionsClient } from '../../src/client';
+import { loadConfig } from '../../src/config';
+import { beginJob, commitCompaction, lineageOf } from '../../src/db/session-store';
+import { dialectOf } from '../../src/compaction/dialects';
+import { LineageErasedError, SessionCompactionError } from '../../src/errors';
+import { messyTranscript } from '../support/messy';
+import { uniqueId, useTestStack } from '../support/stack';
+
+/** The summary calls this file holds: the first call of a lineage named in `held` waits for its release, ignoring cancellation. */
+const held = new Map<string, { arrived: () => void; release: Promise<void> }>();
+const extractive = createSummariser(loadConfig({}).llm, { stallTimeoutMs: 10_000, requestTimeoutMs: 10_000, streamTimeoutMs: 10_000 });
+const holdingSummariser: Summariser = {
+  model: 'fake-model',
+  description: 'extractive, with summary calls this test holds',
+  async summarise(request, context) {
+    const jobId = Context.current().info.activityId;
+    const hold = [...held.entries()].find(([lineageId]) => jobId.includes(`/${lineageId}/`));
+    if (hold) {
+      held.delete(hold[0]);
+      hold[1].arrived();
+      await hold[1].release; // the cancellation signal is ignored on purpose
+    }
+    return { ...(await extractive.summarise(request, { ...context, signal: new AbortController().signal })), model: 'fake-model' };
+  },
+};
+
+/** This file's ledger of compaction activities: each one's phases (from its heartbeats) and its end. */
+const activities = new Map<string, { phases: string[]; ended?: { outcome?: string; reason?: string; error?: string } }>();
+const entryOf = (activityId: string) => {
+  let entry = activities.get(activityId);
+  if (!entry) activities.set(activityId, (entry = { phases: [] }));
+  return entry;
+};
+class Ledger implements ActivityInboundCallsInterceptor {
+  async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
+    const { activityId, activityType } = Context.current().info;
+    try {
+      const result = await next(input);
+      if (activityType === 'compactSession') entryOf(activityId).ended = result as { outcome: string; reason?: string };
+      return result;
+    } catch (error) {
+      if (activityType === 'compactSession') entryOf(activityId).ended = { error: String(error) };
+      throw error;
+    }
+  }
+}
+
+const stack = useTestStack({
+  worker: {
+    summariser: holdingSummariser,
+    heartbeat: (details) => {
+      entryOf(Context.current().info.activityId).phases.push((details as { phase: string }).phase);
+      Context.current().heartbeat(details);
+    },
+    workerOptions: { interceptors: { activity: [() => ({ inbound: new Ledger() })] } },
+  },
+});
+
+const n = async (query: ReturnType<typeof sql>) => Number(((await stack().db.db.execute(query)).rows[0] as { n: string | number }).n);
+
+/** Polls `check` until it holds (bounded). */
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('a lineage erased and created again', () => {
+  it('nothing of a job running across the erase, nor of an old writer, reaches the new lineage', async () => {
+    const id = uniqueId('incarnation');
+    const oldWriter = await SessionsClient.connect({ config: stack().config });
+    try {
+      // The first lineage: an old writer fills it (a keyed batch, acknowledged).
+      await stack().client.createSession({ sessionId: id });
+      const oldBatch = messyTranscript('openai-chat', 31, 8);
+      const acknowledged = await oldWriter.append(id, oldBatch, { appendKey: `${id}-turn-1` });
+      expect(acknowledged).toMatchObject({ replayed: false, count: oldBatch.length });
+
+      // A forced compaction whose summary is held; the erase lands while it runs.
+      let arrived!: () => void;
+      const summaryArrived = new Promise<void>((resolve) => (arrived = resolve));
+      let release!: () => void;
+      held.set(id, { arrived, release: new Promise<void>((resolve) => (release = resolve)) });
+      const compacting = stack()
+        .client.compact(id, { force: true })
+        .then(
+          (result) => ({ result }),
+          (error: unknown) => ({ error }),
+        );
+      await summaryArrived;
+      const [oldJobId] = [...activities.keys()].filter((a) => a.includes(`/${id}/`));
+      expect(oldJobId, 'the old job is running').toBeDefined();
+      await stack().client.deleteLineage(id);
+      const settled = await compacting;
+      expect('error' in settled && settled.error, JSON.stringify(settled)).toBeInstanceOf(SessionCompactionError);
+
+      // The same id again, filled by a new writer with as many rows: same head, generation 0.
+      await stack().client.createSession({ sessionId: id });
+      const newBatch = messyTranscript('openai-chat', 37, 8);
+      expect(newBatch.length).toBe(oldBatch.length);
+      await stack().client.append(id, newBatch);
+
+      // The old writer: a new append and the keyed resend of the acknowledged batch are refused.
+      await expect(oldWriter.append(id, [{ role: 'user', content: 'still there? {"retry":1}' }])).rejects.toBeInstanceOf(LineageErasedError);
+      await expect(oldWriter.append(id, oldBatch, { appendKey: `${id}-turn-1` })).rejects.toBeInstanceOf(LineageErasedError);
+
+      // The old job's summary returns now: it goes on to its commit against the new lineage.
+      release();
+      await until('the old job to end', () => activities.get(oldJobId)?.ended !== undefined);
+      const oldJob = activities.get(oldJobId)!;
+      expect(oldJob.phases, 'the fault landed: the old job reached its commit after the re-creation').toContain('committing');
+      expect(oldJob.ended).toMatchObject({ outcome: 'stale' });
+      expect(oldJob.ended?.reason).toMatch(/erased/);
+
+      // Own SQL: the new lineage holds exactly what the new writer appended, and no trace of the old job.
+      expect(await n(sql`select count(*) as n from compactions where lineage_id = ${id}`)).toBe(0);
+      expect(await n(sql`select count(*) as n from compactions where id = ${oldJobId}`)).toBe(0);
+      expect(await n(sql`select count(*) as n from sessions where lineage_id = ${id}`)).toBe(1);
+      expect(await n(sql`select generation as n from lineages where id = ${id}`)).toBe(0);
+      expect(await n(sql`select count(*) as n from append_keys where lineage_id = ${id}`)).toBe(0);
+      const { rows } = await stack().db.db.execute(sql`select body from messages where session_id like ${`${id}%`} order by session_id, seq`);
+      expect(rows.map((r) => (r as { body: unknown }).body)).toEqual(newBatch);
+      const audit = await stack().client.auditLineage(id);
+      expect([audit.forks, audit.lostMessages, audit.sequenceGaps, audit.duplicatedByKey]).toEqual([0, 0, 0, 0]);
+
+      // A client that creates the id again writes to the new lineage; the new lineage compacts.
+      await oldWriter.createSession({ sessionId: id });
+      expect((await oldWriter.append(id, [{ role: 'user', content: 'new turn' }])).firstLineageSeq).toBe(newBatch.length + 1);
+      expect((await stack().client.compact(id, { force: true })).outcome).toBe('compacted');
+    } finally {
+      held.delete(id);
+      await oldWriter.close();
+    }
+  });
+
+  it('a retried attempt that learnt the erased incarnation begins nothing on the new lineage, and its commit is stale', async () => {
+    const id = uniqueId('incarnation-retry');
+    const db = stack().db.db;
+    await stack().client.createSession({ sessionId: id });
+    await stack().client.append(id, messyTranscript('openai-chat', 33, 6));
+    const job = { jobId: `${id}/run/1`, lineageId: id, parentSessionId: id, generation: 0, requestIds: ['r1'], trigger: 'update' };
+    const first = await beginJob(db, job, 'fake-model', 1);
+    if ('erased' in first) throw new Error('the first attempt began on an erased lineage');
+    const learnt = first.lineage.incarnation;
+    await stack().client.deleteLineage(id);
+    await stack().client.createSession({ sessionId: id });
+    await stack().client.append(id, messyTranscript('openai-chat', 35, 6));
+    expect((await lineageOf(db, id)).incarnation).not.toBe(learnt);
+
+    const retried = await beginJob(db, { ...job, incarnation: learnt }, 'fake-model', 2);
+    expect(retried).toMatchObject({ erased: true, headSessionId: id, generation: 0 });
+    expect(await n(sql`select count(*) as n from compactions where lineage_id = ${id}`)).toBe(0);
+
+    // Its commit, had it got there: stale, with the incarnation and without it (no job row).
+    const commit = (incarnation?: string) =>
+      commitCompaction(db, {
+        job: { ...job, incarnation },
+        attempt: 1,
+        mode: 'rotate',
+        dialect: dialectOf('openai-chat'),
+        watermarkSeq: first.rows.at(-1)!.seq,
+        snapshotRows: first.rows.length,
+        compacted: [{ message: { role: 'user', content: 'the compacted head' }, tokens: 10 }],
+        carried: [],
+        stats: { tokensBefore: 100, messagesBefore: first.rows.length },
+      });
+    expect(await commit(learnt)).toMatchObject({ outcome: 'stale', reason: expect.stringContaining('erased and created again') });
+    expect(await commit(undefined)).toMatchObject({ outcome: 'stale', reason: expect.stringContaining('audit row is gone') });
+    expect(await n(sql`select count(*) as n from compactions where lineage_id = ${id}`)).toBe(0);
+    expect(await n(sql`select generation as n from lineages where id = ${id}`)).toBe(0);
+  });
+});
