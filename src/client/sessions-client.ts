@@ -288,7 +288,7 @@ export class SessionsClient {
     const { expected } = options;
     if (expected !== undefined && (!Array.isArray(expected) || !expected.every(isJsonObject)))
       throw new InvalidInputError('expected', 'must be an array of messages');
-    const { counter, dialect } = await this.lineageFormat(sessionId);
+    const { counter, dialect, lineageId } = await this.lineageFormat(sessionId);
     const replacement =
       options.replacement === undefined || (Array.isArray(options.replacement) && options.replacement.length === 0)
         ? []
@@ -300,6 +300,7 @@ export class SessionsClient {
         replacement,
         tokens: replacement.map((m) => counter.count(m)),
         key,
+        incarnation: this.held.get(lineageId),
       });
     const result = key ? await readWithRetry(send) : await send();
     if (!result.appended || result.replayed) return { ...result, appended: result.appended && { ...result.appended, replayed: result.replayed } };

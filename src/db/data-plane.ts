@@ -148,6 +148,8 @@ export interface ReplaceTail {
   tokens?: readonly number[];
   /** Stores the operation once per lineage (the append keys' namespace). */
   key?: string;
+  /** The lineage's incarnation the caller holds (as appendMessages'): an erased one is a LineageErasedError. */
+  incarnation?: string;
 }
 
 /**
@@ -159,10 +161,10 @@ export interface ReplaceTail {
 export async function replaceTail(db: Executor, sessionId: string, change: ReplaceTail): Promise<ReplaceTailResult> {
   const count = change.expected ? change.expected.length : (change.count ?? null);
   const expected = change.expected ? JSON.stringify(change.expected) : null;
-  const counts = change.tokens ? sql`${`{${change.tokens.join(',')}}`}::integer[]` : sql`null::integer[]`;
+  const counts = change.tokens ? sql`${`{${change.tokens.join(',')}}`}::bigint[]` : sql`null::bigint[]`;
   return callFunction<ReplaceTailResult>(
     db,
-    sql`select session_replace_tail(${sessionId}, ${count}::integer, ${expected}::jsonb, ${JSON.stringify(change.replacement ?? [])}::jsonb, ${change.key ?? null}::text, ${counts}) as result`,
+    sql`select session_replace_tail(${sessionId}, ${count}::integer, ${expected}::jsonb, ${JSON.stringify(change.replacement ?? [])}::jsonb, ${change.key ?? null}::text, ${counts}, ${change.incarnation ?? null}::text) as result`,
   );
 }
 

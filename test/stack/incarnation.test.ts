@@ -9,8 +9,8 @@
  *   rows, at the same head and generation: the commit is stale and writes nothing (the job's
  *   row is gone, and the incarnation it began on differs).
  * - An old writer (a SessionsClient that learnt the erased incarnation) gets LineageErasedError
- *   for a new append and for a keyed resend of a batch acknowledged before the erase; nothing of
- *   either is stored. A client that creates the id again writes to the new lineage.
+ *   for a new append, for a keyed resend of a batch acknowledged before the erase and for a
+ *   replaceTail; nothing of them is stored or taken back. A client that creates the id again writes to the new lineage.
  * - A retried attempt that learnt the erased incarnation from its predecessor's heartbeat begins
  *   nothing on the new lineage (no audit row, no snapshot).
  *
@@ -130,6 +130,8 @@ describe('a lineage erased and created again', () => {
       // The old writer: a new append and the keyed resend of the acknowledged batch are refused.
       await expect(oldWriter.append(id, [{ role: 'user', content: 'still there? {"retry":1}' }])).rejects.toBeInstanceOf(LineageErasedError);
       await expect(oldWriter.append(id, oldBatch, { appendKey: `${id}-turn-1` })).rejects.toBeInstanceOf(LineageErasedError);
+      // Nor can it take back the new lineage's messages (a framework's pop) or replace them.
+      await expect(oldWriter.replaceTail(id, { count: 2, replacement: [{ role: 'user', content: 'redo' }] })).rejects.toBeInstanceOf(LineageErasedError);
 
       // The old job's summary returns now: it goes on to its commit against the new lineage.
       release();
@@ -145,6 +147,7 @@ describe('a lineage erased and created again', () => {
       expect(await n(sql`select count(*) as n from sessions where lineage_id = ${id}`)).toBe(1);
       expect(await n(sql`select generation as n from lineages where id = ${id}`)).toBe(0);
       expect(await n(sql`select count(*) as n from append_keys where lineage_id = ${id}`)).toBe(0);
+      expect(await n(sql`select count(*) as n from messages where session_id like ${`${id}%`} and archived_at is not null`)).toBe(0);
       const { rows } = await stack().db.db.execute(sql`select body from messages where session_id like ${`${id}%`} order by session_id, seq`);
       expect(rows.map((r) => (r as { body: unknown }).body)).toEqual(newBatch);
       const audit = await stack().client.auditLineage(id);

@@ -475,7 +475,7 @@ class SessionsClient:
             self._check_limits(replacement, dialect)
             counts = token_counts_with(tokenizer, replacement, dialect)
         result: dict[str, Any] = await self._call(
-            "select session_replace_tail(%s, %s::integer, %s::jsonb, %s::jsonb, %s::text, %s::integer[])",
+            "select session_replace_tail(%s, %s::integer, %s::jsonb, %s::jsonb, %s::text, %s::bigint[], %s::text)",
             (
                 session_id,
                 count,
@@ -483,6 +483,8 @@ class SessionsClient:
                 Jsonb(list(replacement)),
                 key,
                 counts,
+                # The incarnation this client holds (see append): an erased lineage is LineageErasedError.
+                self._held.get(_DERIVED_ID_SUFFIX.sub("", session_id)),
             ),
         )
         if result.get("appended") is not None:
