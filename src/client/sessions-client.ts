@@ -22,7 +22,7 @@ import { LineagePoller } from './answer-poller';
 import * as retention from './retention';
 import type { RetentionOptions } from './retention';
 import type { RetentionPolicy, RetentionTotals } from '../workflows/retention';
-import { InvalidInputError, LineageClosedError } from '../errors';
+import { InvalidInputError, LineageClosedError, LineageErasedError } from '../errors';
 import { deadlineOf, resendWhileUnreachable, runEndedResendDelay, sleep, withDeadline } from './deadline';
 import { isRunEndedError, isUpdateLimitError, typedErrorFrom } from './rpc-errors';
 import { JOIN_RUNNING_WORKFLOW, lineageStartOptions } from './start-options';
@@ -242,7 +242,7 @@ export class SessionsClient {
    * The client holds the incarnation of each lineage it writes to, learnt at createSession or
    * at its first use of the lineage: once that lineage is erased (by any client), every append
    * of this client to it, resends included, is a LineageErasedError and writes nothing, even
-   * after the id was created again; createSession (or deleteLineage) through this client
+   * after the id was created again (so are its replaceTail, compact and requestCompaction); createSession (or deleteLineage) through this client
    * moves it to the lineage the id has now.
    */
   async append(sessionId: string, messages: unknown, options: { appendKey?: string } = {}): Promise<AppendOutcome> {
@@ -338,6 +338,12 @@ export class SessionsClient {
     this.held.set(lineageId, incarnation);
   }
 
+  /** A compaction asked by a client that wrote to an erased incarnation would compact the new lineage: LineageErasedError. */
+  private checkHeld(lineage: store.LineageInfo, sessionId: string): void {
+    const held = this.held.get(lineage.lineageId);
+    if (held !== undefined && held !== lineage.incarnation) throw new LineageErasedError(sessionId);
+  }
+
   private async lineageFormat(sessionId: string): Promise<{ counter: TokenCounter; dialect: Dialect; lineageId: string }> {
     const known = this.formats.get(sessionId);
     if (known) return known;
@@ -375,6 +381,7 @@ export class SessionsClient {
     const deadline = this.callDeadline(timeoutMs);
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, request.sessionId));
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
+    this.checkHeld(lineage, request.sessionId);
     // Only a caller's own request id can have been answered before; a fresh one cannot.
     const answeredBefore = fields.requestId !== undefined;
     return withDeadline(this.temporal.connection, deadline, signal, request.requestId, () =>
@@ -489,6 +496,7 @@ export class SessionsClient {
     const request = checkRequestText(checkCompactRequest({ sessionId, ...options, requestId }));
     const lineage = await store.lineageOf(this.database.db, request.sessionId);
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
+    this.checkHeld(lineage, request.sessionId);
     // A request id answered by a run that is gone is answered from Postgres, never run again
     // (the next run would not know it). waitForResult reads that answer.
     if (options.requestId && (await readWithRetry(() => store.recordedAnswer(this.database.db, lineage.lineageId, requestId)))) return requestId;

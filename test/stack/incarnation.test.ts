@@ -10,7 +10,8 @@
  *   row is gone, and the incarnation it began on differs).
  * - An old writer (a SessionsClient that learnt the erased incarnation) gets LineageErasedError
  *   for a new append, for a keyed resend of a batch acknowledged before the erase and for a
- *   replaceTail; nothing of them is stored or taken back. A client that creates the id again writes to the new lineage.
+ *   replaceTail, and its compaction requests are refused the same way; nothing of them is
+ *   stored, taken back or compacted. A client that creates the id again writes to the new lineage.
  * - A retried attempt that learnt the erased incarnation from its predecessor's heartbeat begins
  *   nothing on the new lineage (no audit row, no snapshot).
  *
@@ -132,6 +133,9 @@ describe('a lineage erased and created again', () => {
       await expect(oldWriter.append(id, oldBatch, { appendKey: `${id}-turn-1` })).rejects.toBeInstanceOf(LineageErasedError);
       // Nor can it take back the new lineage's messages (a framework's pop) or replace them.
       await expect(oldWriter.replaceTail(id, { count: 2, replacement: [{ role: 'user', content: 'redo' }] })).rejects.toBeInstanceOf(LineageErasedError);
+      // Nor compact it: a compaction it asks would be the new lineage's.
+      await expect(oldWriter.compact(id, { force: true })).rejects.toBeInstanceOf(LineageErasedError);
+      await expect(oldWriter.requestCompaction(id, { force: true })).rejects.toBeInstanceOf(LineageErasedError);
 
       // The old job's summary returns now: it goes on to its commit against the new lineage.
       release();

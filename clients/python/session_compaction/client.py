@@ -50,6 +50,7 @@ from .errors import (
     CallTimeoutError,
     InvalidInputError,
     LineageClosedError,
+    LineageErasedError,
     RequestLostError,
     from_failure,
     from_sql_error,
@@ -508,6 +509,13 @@ class SessionsClient:
                 await self._call("select session_release_auto_compaction(%s, %s)", (appended["lineageId"], request_id))
             return appended | {"compactionRequestError": f"could not request the compaction: {error}"}
 
+    def _check_held(self, lineage: Mapping[str, Any], session_id: str) -> None:
+        """A compaction asked by a client that wrote to an erased incarnation would compact the
+        new lineage: LineageErasedError (see append)."""
+        held = self._held.get(lineage["lineageId"])
+        if held is not None and held != lineage.get("incarnation"):
+            raise LineageErasedError(session_id)
+
     async def _format(self, session_id: str) -> tuple[TokenizerName, DialectName]:
         """The lineage's tokenizer and dialect; its model and dialect never change, so they are
         remembered per session id."""
@@ -597,6 +605,7 @@ class SessionsClient:
         lineage = await self.lineage(request["sessionId"])
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
+        self._check_held(lineage, request["sessionId"])
         # The SDK turns a cancelled Update poll into WorkflowUpdateRPCTimeoutOrCancelledError,
         # so wait_for alone cannot end the call: the loop checks the deadline itself too.
         try:
@@ -718,6 +727,7 @@ class SessionsClient:
         lineage = await self.lineage(request["sessionId"])
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
+        self._check_held(lineage, request["sessionId"])
         # Answered already (perhaps by a run that is gone): never sent, never run again.
         if await self.recorded_answer(lineage["lineageId"], request_id) is not None:
             return request_id

@@ -483,6 +483,10 @@ async def test_an_old_writer_is_refused_once_the_lineage_is_erased_and_created_a
             await old_writer.append(sid, conversation(2), append_key=f"{sid}-k1")
         with pytest.raises(LineageErasedError):
             await old_writer.replace_tail(sid, 1, replacement=[user("redo")])
+        with pytest.raises(LineageErasedError):
+            await old_writer.compact(sid, force=True)
+        with pytest.raises(LineageErasedError):
+            await old_writer.request_compaction(sid, force=True)
         assert await rows_of(db, sid) == NONE | {"lineages": 1, "sessions": 1, "messages": 1}
         await old_writer.create_session(sid)
         assert (await old_writer.append(sid, [user("now the new lineage's")]))["firstLineageSeq"] == 2
