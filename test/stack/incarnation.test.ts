@@ -13,13 +13,17 @@
  *   replaceTail, and its compaction requests are refused the same way; nothing of them is
  *   stored, taken back or compacted. A client that creates the id again writes to the new lineage.
  * - A retried attempt that learnt the erased incarnation from its predecessor's heartbeat begins
- *   nothing on the new lineage (no audit row, no snapshot).
+ *   nothing on the new lineage (no audit row, no snapshot): directly against Postgres, and on the
+ *   whole stack after a raw-SQL erase and re-creation that leaves the lineage's workflow running
+ *   (attempt 1 partitioned, attempt 2 begins on nothing and pays for no summary; without the
+ *   heartbeat's incarnation it compacted the new lineage).
  *
  * Rows are counted with this file's own SQL; the old job's activity is observed with this
  * file's own activity interceptor and heartbeat seam (the fault is asserted to have landed: the
  * old job reached its commit after the re-creation).
  */
 import { Context } from '@temporalio/activity';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { ActivityInboundCallsInterceptor, ActivityExecuteInput, Next } from '@temporalio/worker';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -39,7 +43,8 @@ const holdingSummariser: Summariser = {
   model: 'fake-model',
   description: 'extractive, with summary calls this test holds',
   async summarise(request, context) {
-    const jobId = Context.current().info.activityId;
+    const { activityId: jobId, attempt } = Context.current().info;
+    summaryCalls.set(`${jobId}#${attempt}`, (summaryCalls.get(`${jobId}#${attempt}`) ?? 0) + 1);
     const hold = [...held.entries()].find(([lineageId]) => jobId.includes(`/${lineageId}/`));
     if (hold) {
       held.delete(hold[0]);
@@ -50,6 +55,13 @@ const holdingSummariser: Summariser = {
   },
 };
 
+/** Summary calls per attempt (`<job id>#<attempt>`), counted by this file's summariser. */
+const summaryCalls = new Map<string, number>();
+/** Attempts (`<job id>#<attempt>`) whose heartbeats this file stops sending: a worker partitioned from Temporal. */
+const silenced = new Set<string>();
+/** How each attempt (`<job id>#<attempt>`) of a compaction activity ended. */
+const attemptEnds = new Map<string, { outcome?: string; reason?: string; error?: string }>();
+
 /** This file's ledger of compaction activities: each one's phases (from its heartbeats) and its end. */
 const activities = new Map<string, { phases: string[]; ended?: { outcome?: string; reason?: string; error?: string } }>();
 const entryOf = (activityId: string) => {
@@ -59,13 +71,15 @@ const entryOf = (activityId: string) => {
 };
 class Ledger implements ActivityInboundCallsInterceptor {
   async execute(input: ActivityExecuteInput, next: Next<ActivityInboundCallsInterceptor, 'execute'>): Promise<unknown> {
-    const { activityId, activityType } = Context.current().info;
+    const { activityId, activityType, attempt } = Context.current().info;
     try {
       const result = await next(input);
       if (activityType === 'compactSession') entryOf(activityId).ended = result as { outcome: string; reason?: string };
+      if (activityType === 'compactSession') attemptEnds.set(`${activityId}#${attempt}`, result as { outcome: string; reason?: string });
       return result;
     } catch (error) {
       if (activityType === 'compactSession') entryOf(activityId).ended = { error: String(error) };
+      if (activityType === 'compactSession') attemptEnds.set(`${activityId}#${attempt}`, { error: String(error) });
       throw error;
     }
   }
@@ -75,8 +89,9 @@ const stack = useTestStack({
   worker: {
     summariser: holdingSummariser,
     heartbeat: (details) => {
-      entryOf(Context.current().info.activityId).phases.push((details as { phase: string }).phase);
-      Context.current().heartbeat(details);
+      const { activityId, attempt } = Context.current().info;
+      entryOf(activityId).phases.push((details as { phase: string }).phase);
+      if (!silenced.has(`${activityId}#${attempt}`)) Context.current().heartbeat(details);
     },
     workerOptions: { interceptors: { activity: [() => ({ inbound: new Ledger() })] } },
   },
@@ -202,5 +217,61 @@ describe('a lineage erased and created again', () => {
     expect(await commit(undefined)).toMatchObject({ outcome: 'stale', reason: expect.stringContaining('audit row is gone') });
     expect(await n(sql`select count(*) as n from compactions where lineage_id = ${id}`)).toBe(0);
     expect(await n(sql`select generation as n from lineages where id = ${id}`)).toBe(0);
+  });
+
+  it("a retried attempt after a raw-SQL erase and re-creation begins on nothing: its predecessor's heartbeat named the erased incarnation", async () => {
+    const id = uniqueId('incarnation-lease');
+    const db = stack().db.db;
+    await stack().client.createSession({ sessionId: id });
+    const rows = messyTranscript('openai-chat', 31, 8);
+    await stack().client.append(id, rows);
+    const erasedIncarnation = (await lineageOf(db, id)).incarnation;
+    let arrived!: () => void;
+    const summaryArrived = new Promise<void>((resolve) => (arrived = resolve));
+    let release!: () => void;
+    held.set(id, { arrived, release: new Promise<void>((resolve) => (release = resolve)) });
+    const compacting = stack()
+      .client.compactAnswer(id, { force: true })
+      .then(
+        (result) => ({ result }),
+        (error: unknown) => ({ error }),
+      );
+    try {
+      await summaryArrived;
+      const [jobId] = [...activities.keys()].filter((a) => a.includes(`/${id}/`));
+      // Attempt 1 summarises on; Temporal holds its heartbeat naming the incarnation it began on.
+      const handle = stack().temporal.workflow.getHandle(stack().client.workflowLocation(id).workflowId);
+      await until('the heartbeat naming the incarnation', async () => {
+        const { raw: described } = await handle.describe();
+        const payloads = described.pendingActivities?.[0]?.heartbeatDetails?.payloads ?? [];
+        if (payloads.length === 0) return false;
+        const details = defaultPayloadConverter.fromPayload(payloads[0]) as { incarnation?: string };
+        return details.incarnation === erasedIncarnation;
+      });
+      // Then it is partitioned (its lease runs out), and the lineage is erased and created again
+      // through SQL, which leaves the workflow running, and filled with as many rows.
+      silenced.add(`${jobId}#1`);
+      await stack().db.pool.query('select session_erase($1, true)', [id]);
+      await stack().db.pool.query('select session_create($1)', [id]);
+      await stack().db.pool.query('select session_append($1, $2::jsonb)', [id, JSON.stringify(messyTranscript('openai-chat', 37, 8))]);
+
+      // Attempt 2 (after the lease TTL) begins on the incarnation attempt 1 reported: nothing.
+      const settled = await compacting;
+      expect('result' in settled && settled.result, JSON.stringify(settled)).toMatchObject({ outcome: 'stale' });
+      expect(attemptEnds.get(`${jobId}#2`), 'attempt 2 ran').toMatchObject({ outcome: 'stale', reason: expect.stringContaining('erased') });
+      expect(summaryCalls.get(`${jobId}#2`) ?? 0, 'attempt 2 paid for no summary').toBe(0);
+      expect(await n(sql`select count(*) as n from compactions where lineage_id = ${id}`)).toBe(0);
+
+      // Attempt 1, released, reaches its commit: stale too.
+      release();
+      await until('attempt 1 to end', () => attemptEnds.has(`${jobId}#1`));
+      expect(attemptEnds.get(`${jobId}#1`)).toMatchObject({ outcome: 'stale' });
+      expect(await n(sql`select count(*) as n from compactions where lineage_id = ${id}`)).toBe(0);
+      expect(await n(sql`select generation as n from lineages where id = ${id}`)).toBe(0);
+      expect(await n(sql`select count(*) as n from sessions where lineage_id = ${id}`)).toBe(1);
+    } finally {
+      release?.();
+      held.delete(id);
+    }
   });
 });
