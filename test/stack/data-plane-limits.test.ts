@@ -69,6 +69,9 @@ describe('token counts', () => {
     // Not wedged: the next appends land, and the lineage compacts.
     const next = await raw(`select session_append($1, '[{"role":"user","content":"hi"}]', null, '{10000000}')`, [id]);
     expect(next.error).toBeUndefined();
+    // A client of the previous release sends integer[] counts and five arguments: still answered.
+    const older = await raw(`select session_append($1, '[{"role":"user","content":"again"}]', null, '{3}'::integer[], 300000::bigint)`, [id]);
+    expect(older.error, String(older.error)).toBeUndefined();
     await stack().client.append(id, conversation(4).slice(1));
     expect((await stack().client.compact(id, { force: true })).outcome).toBe('compacted');
   });
