@@ -52,6 +52,20 @@ export class LineageClosedError extends SessionCompactionError {
 }
 
 /**
+ * The lineage this caller wrote to (the incarnation it learnt at create or first use) was
+ * erased; its id is gone, or names a lineage created again since. Nothing was written: the
+ * old writer's messages never land in the new lineage. Create the session again to write to
+ * the lineage that has the id now.
+ */
+export class LineageErasedError extends SessionCompactionError {
+  constructor(public readonly sessionId: string) {
+    super(
+      `the session lineage of ${JSON.stringify(sessionId)} that this caller wrote to was erased; create the session again to write to the lineage that has its id now`,
+    );
+  }
+}
+
+/**
  * The head's last messages are not the ones the caller said they would be (a framework's
  * "replace this exact suffix"): nothing was changed. Read the head again and decide anew.
  */
@@ -70,6 +84,7 @@ export const USER_ERROR_TYPES = [
   'SessionConflictError',
   'BackgroundCompactionRejectedError',
   'LineageClosedError',
+  'LineageErasedError',
 ] as const;
 
 export class CompactionNotFoundError extends SessionCompactionError {

@@ -75,7 +75,16 @@ export interface HeartbeatDetails {
   streamedChars?: number;
   /** On `committed`: an earlier attempt had committed this job already, and this one wrote nothing. */
   alreadyCommitted?: boolean;
+  /** The lineage incarnation the job began on (after the snapshot): a retried attempt begins only on it. */
+  incarnation?: string;
   elapsedMs: number;
+}
+
+/** The incarnation a previous attempt of this job reported in its last heartbeat, if any. */
+function incarnationOfPreviousAttempt(): string | undefined {
+  const details: unknown = Context.current().info.heartbeatDetails;
+  const incarnation = details && typeof details === 'object' ? (details as { incarnation?: unknown }).incarnation : undefined;
+  return typeof incarnation === 'string' ? incarnation : undefined;
 }
 
 export interface CompactionActivityDeps {
@@ -118,13 +127,27 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     const started = Date.now();
     let progress: HeartbeatDetails = { phase: 'snapshot', elapsedMs: 0 };
     const beat = (next: Omit<HeartbeatDetails, 'elapsedMs'> = progress) => {
-      progress = { ...next, elapsedMs: Date.now() - started };
+      progress = { incarnation: progress.incarnation, ...next, elapsedMs: Date.now() - started };
       heartbeat(progress);
     };
     beat(); // before any I/O: the lease starts with the attempt
     const attempt = Context.current().info.attempt;
     // One statement: the audit row opened with this attempt, the lineage, its ledger, the snapshot.
-    const { job: record, lineage, ledger: storedLedger, rows } = await beginJob(db, input, deps.summariser.model, attempt);
+    // A retried attempt begins only on the incarnation its predecessor began on.
+    const begun = await beginJob(db, { ...input, incarnation: input.incarnation ?? incarnationOfPreviousAttempt() }, deps.summariser.model, attempt);
+    if ('erased' in begun) {
+      // The lineage was erased and its id created again: nothing of this job reaches the new one.
+      return {
+        outcome: 'stale',
+        sessionId: begun.headSessionId,
+        generation: begun.generation,
+        reason: 'the lineage was erased and created again; the job wrote nothing',
+      };
+    }
+    const { job: record, lineage, ledger: storedLedger, rows } = begun;
+    // From here on every heartbeat names the incarnation, and the commit carries it.
+    const job = { ...input, incarnation: lineage.incarnation };
+    progress = { ...progress, incarnation: lineage.incarnation };
     if (record.outcome === 'compacted') {
       return {
         outcome: 'compacted',
@@ -276,7 +299,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
             inputBudgetTokens: deps.summaryInputTokens,
             signal: Context.current().cancellationSignal,
             onProgress: (p: SummaryProgress) => {
-              progress = { phase: 'summarising', ...p, elapsedMs: Date.now() - started };
+              progress = { phase: 'summarising', incarnation: lineage.incarnation, ...p, elapsedMs: Date.now() - started };
             },
           },
         );
@@ -327,7 +350,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
     beat({ phase: 'committing', chunks });
     const committed = await withSpan('db.commit', { 'compaction.job_id': input.jobId, 'compaction.mode': input.mode }, () =>
       commitCompaction(db, {
-        job: input,
+        job,
         attempt,
         mode: input.mode,
         dialect,

@@ -23,7 +23,7 @@ import { LineagePoller } from './answer-poller';
 import * as retention from './retention';
 import type { RetentionOptions } from './retention';
 import type { RetentionPolicy, RetentionTotals } from '../workflows/retention';
-import { InvalidInputError, LineageClosedError } from '../errors';
+import { InvalidInputError, LineageClosedError, LineageErasedError } from '../errors';
 import { deadlineOf, resendWhileUnreachable, runEndedResendDelay, sleep, withDeadline } from './deadline';
 import { isRunEndedError, isUpdateLimitError, typedErrorFrom } from './rpc-errors';
 import { JOIN_RUNNING_WORKFLOW, lineageStartOptions } from './start-options';
@@ -215,6 +215,8 @@ export class SessionsClient {
     const dialect = dialectOf(options.dialect).name;
     const compactAtTokens = resolveThreshold(options.compactAt ?? options.compactAtTokens, contextWindow);
     const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode, dialect, compactAtTokens, model, contextWindow });
+    // From now on this client writes to this incarnation of the lineage (see `append`).
+    this.hold(lineage.lineageId, lineage.incarnation, true);
     await this.temporal.workflow.start('sessionLineageWorkflow', { ...this.startOptions(lineage), ...JOIN_RUNNING_WORKFLOW });
     return {
       sessionId,
@@ -237,13 +239,20 @@ export class SessionsClient {
    * With `appendKey`, a batch resent after a lost answer is stored once: the resend gets the
    * first append's answer with `replayed: true`, and the client itself resends a keyed batch
    * whose answer a connection error lost.
+   *
+   * The client holds the incarnation of each lineage it writes to, learnt at createSession or
+   * at its first use of the lineage: once that lineage is erased (by any client), every append
+   * of this client to it, resends included, is a LineageErasedError and writes nothing, even
+   * after the id was created again (so are its replaceTail, compact and requestCompaction); createSession (or deleteLineage) through this client
+   * moves it to the lineage the id has now.
    */
   async append(sessionId: string, messages: unknown, options: { appendKey?: string } = {}): Promise<AppendOutcome> {
     checkSessionId(sessionId);
     const { appendKey } = options;
     checkName(appendKey, 'appendKey', 200);
-    const { counter, dialect } = await this.lineageFormat(sessionId);
+    const { counter, dialect, lineageId } = await this.lineageFormat(sessionId);
     const batch = parseMessages(messages, this.messageLimits, dialect);
+    const incarnation = this.held.get(lineageId);
     const send = () =>
       store.appendMessages(
         this.database.db,
@@ -251,7 +260,7 @@ export class SessionsClient {
         batch,
         batch.map((m) => counter.count(m)),
         this.config.autoCompaction,
-        { appendKey },
+        { appendKey, incarnation },
       );
     // With a key, a batch whose answer was lost to a connection error is sent again: the key
     // makes the resend store nothing twice. Without one, a resend could, so it is not made.
@@ -280,7 +289,7 @@ export class SessionsClient {
     const { expected } = options;
     if (expected !== undefined && (!Array.isArray(expected) || !expected.every(isJsonObject)))
       throw new InvalidInputError('expected', 'must be an array of messages');
-    const { counter, dialect } = await this.lineageFormat(sessionId);
+    const { counter, dialect, lineageId } = await this.lineageFormat(sessionId);
     const replacement =
       options.replacement === undefined || (Array.isArray(options.replacement) && options.replacement.length === 0)
         ? []
@@ -292,6 +301,7 @@ export class SessionsClient {
         replacement,
         tokens: replacement.map((m) => counter.count(m)),
         key,
+        incarnation: this.held.get(lineageId),
       });
     const result = key ? await readWithRetry(send) : await send();
     if (!result.appended || result.replayed) return { ...result, appended: result.appended && { ...result.appended, replayed: result.replayed } };
@@ -318,14 +328,30 @@ export class SessionsClient {
   }
 
   /** A lineage's model and dialect never change, so its token counter and dialect are remembered per session id. */
-  private readonly formats = new Map<string, { counter: TokenCounter; dialect: Dialect }>();
+  private readonly formats = new Map<string, { counter: TokenCounter; dialect: Dialect; lineageId: string }>();
+  /** The incarnation of each lineage this client writes to, by lineage id (see `append`). */
+  private readonly held = new Map<string, string>();
 
-  private async lineageFormat(sessionId: string): Promise<{ counter: TokenCounter; dialect: Dialect }> {
+  /** Holds a lineage's incarnation: the first one seen, or (`replace`, at create) this one. */
+  private hold(lineageId: string, incarnation: string, replace = false): void {
+    if (!replace && this.held.has(lineageId)) return;
+    if (this.held.size >= 10_000 && !this.held.has(lineageId)) this.held.clear();
+    this.held.set(lineageId, incarnation);
+  }
+
+  /** A compaction asked by a client that wrote to an erased incarnation would compact the new lineage: LineageErasedError. */
+  private checkHeld(lineage: store.LineageInfo, sessionId: string): void {
+    const held = this.held.get(lineage.lineageId);
+    if (held !== undefined && held !== lineage.incarnation) throw new LineageErasedError(sessionId);
+  }
+
+  private async lineageFormat(sessionId: string): Promise<{ counter: TokenCounter; dialect: Dialect; lineageId: string }> {
     const known = this.formats.get(sessionId);
     if (known) return known;
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, sessionId));
+    this.hold(lineage.lineageId, lineage.incarnation);
     const dialect = dialectOf(lineage.dialect);
-    const format = { counter: tokenCounterFor(lineage.model, dialect), dialect };
+    const format = { counter: tokenCounterFor(lineage.model, dialect), dialect, lineageId: lineage.lineageId };
     if (this.formats.size >= 10_000) this.formats.clear();
     this.formats.set(sessionId, format);
     return format;
@@ -356,6 +382,7 @@ export class SessionsClient {
     const deadline = this.callDeadline(timeoutMs);
     const lineage = await readWithRetry(() => store.lineageOf(this.database.db, request.sessionId));
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
+    this.checkHeld(lineage, request.sessionId);
     // Only a caller's own request id can have been answered before; a fresh one cannot.
     const answeredBefore = fields.requestId !== undefined;
     return withDeadline(this.temporal.connection, deadline, signal, request.requestId, () =>
@@ -470,6 +497,7 @@ export class SessionsClient {
     const request = checkRequestText(checkCompactRequest({ sessionId, ...options, requestId }));
     const lineage = await store.lineageOf(this.database.db, request.sessionId);
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
+    this.checkHeld(lineage, request.sessionId);
     // A request id answered by a run that is gone is answered from Postgres, never run again
     // (the next run would not know it). waitForResult reads that answer.
     if (options.requestId && (await readWithRetry(() => store.recordedAnswer(this.database.db, lineage.lineageId, requestId)))) return requestId;
@@ -514,9 +542,11 @@ export class SessionsClient {
     const workflowRuns = await withDeadline(this.temporal.connection, deadline, options.signal, undefined, () =>
       deleteWorkflowRuns(this.temporal, this.config.temporal.namespace, lineageWorkflowId(lineage.lineageId)),
     );
-    const erased = await store.eraseLineageRows(this.database.db, lineage.lineageId);
-    // The id may come back as another lineage (another dialect or model).
+    // Closed above; `close` too, so an erase resumed after a failure never meets an open lineage.
+    const erased = await store.eraseLineageRows(this.database.db, lineage.lineageId, { close: true });
+    // The id may come back as another lineage (another dialect or model): this client learns it anew.
     this.formats.clear();
+    this.held.delete(lineage.lineageId);
     return { ...erased, workflowRuns };
   }
 

@@ -140,6 +140,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       requestIds: job.requestIds,
       trigger: job.trigger,
       attempt: input.attempt ?? null,
+      incarnation: job.incarnation ?? null,
       mode: input.mode,
       childSessionId: childSessionId(job.lineageId, job.generation + 1),
       watermarkSeq: input.watermarkSeq,

@@ -7,7 +7,7 @@
 import { sql } from 'drizzle-orm';
 import type { DialectName, Message } from '../compaction/dialects';
 import type { JsonValue } from '../compaction/json';
-import { HistoryMismatchError, InvalidInputError, LineageClosedError, SessionConflictError, SessionNotFoundError } from '../errors';
+import { HistoryMismatchError, InvalidInputError, LineageClosedError, LineageErasedError, SessionConflictError, SessionNotFoundError } from '../errors';
 import type { CompactionMode, CompactResult } from '../workflows/contract';
 import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY } from './auto-compaction';
 import type { Database } from './database';
@@ -42,6 +42,8 @@ export function dataPlaneError(error: unknown): unknown {
       return new SessionConflictError(detail.sessionId, detail.detail);
     case 'LineageClosedError':
       return new LineageClosedError(detail.lineageId);
+    case 'LineageErasedError':
+      return new LineageErasedError(detail.sessionId);
     case 'HistoryMismatchError':
       return new HistoryMismatchError(detail.sessionId, detail.detail);
     default:
@@ -107,7 +109,9 @@ export interface AppendResult {
  * check their size limits), stores `tokens[i]` as message i's count (the SQL estimate when
  * absent) and decides, under the same lock, whether this append requests an automatic
  * compaction (see AutoCompactionPolicy). With an `appendKey`, a resent batch answers the
- * first append and writes nothing.
+ * first append and writes nothing. With an `incarnation` (LineageInfo.incarnation, learnt at
+ * create or first use), an append to a lineage erased since, even one whose id was created
+ * again, is a LineageErasedError and writes nothing.
  */
 export async function appendMessages(
   db: Executor,
@@ -115,12 +119,12 @@ export async function appendMessages(
   batch: readonly Message[],
   tokens?: readonly number[],
   policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
-  options: { appendKey?: string } = {},
+  options: { appendKey?: string; incarnation?: string } = {},
 ): Promise<AppendResult> {
-  const counts = tokens ? sql`${`{${tokens.join(',')}}`}::integer[]` : sql`null::integer[]`;
+  const counts = tokens ? sql`${`{${tokens.join(',')}}`}::bigint[]` : sql`null::bigint[]`;
   return callFunction<AppendResult>(
     db,
-    sql`select session_append(${sessionId}, ${JSON.stringify(batch)}::jsonb, ${options.appendKey ?? null}::text, ${counts}, ${Math.round(policy.resendAfterMs)}::bigint) as result`,
+    sql`select session_append(${sessionId}, ${JSON.stringify(batch)}::jsonb, ${options.appendKey ?? null}::text, ${counts}, ${Math.round(policy.resendAfterMs)}::bigint, ${options.incarnation ?? null}::text) as result`,
   );
 }
 
@@ -144,6 +148,8 @@ export interface ReplaceTail {
   tokens?: readonly number[];
   /** Stores the operation once per lineage (the append keys' namespace). */
   key?: string;
+  /** The lineage's incarnation the caller holds (as appendMessages'): an erased one is a LineageErasedError. */
+  incarnation?: string;
 }
 
 /**
@@ -155,10 +161,10 @@ export interface ReplaceTail {
 export async function replaceTail(db: Executor, sessionId: string, change: ReplaceTail): Promise<ReplaceTailResult> {
   const count = change.expected ? change.expected.length : (change.count ?? null);
   const expected = change.expected ? JSON.stringify(change.expected) : null;
-  const counts = change.tokens ? sql`${`{${change.tokens.join(',')}}`}::integer[]` : sql`null::integer[]`;
+  const counts = change.tokens ? sql`${`{${change.tokens.join(',')}}`}::bigint[]` : sql`null::bigint[]`;
   return callFunction<ReplaceTailResult>(
     db,
-    sql`select session_replace_tail(${sessionId}, ${count}::integer, ${expected}::jsonb, ${JSON.stringify(change.replacement ?? [])}::jsonb, ${change.key ?? null}::text, ${counts}) as result`,
+    sql`select session_replace_tail(${sessionId}, ${count}::integer, ${expected}::jsonb, ${JSON.stringify(change.replacement ?? [])}::jsonb, ${change.key ?? null}::text, ${counts}, ${change.incarnation ?? null}::text) as result`,
   );
 }
 
@@ -221,9 +227,13 @@ export interface ErasedRows {
   appendKeys: number;
 }
 
-/** Deletes every row of a lineage, reached from any of its session ids, in one transaction (SQL `session_erase`). */
-export async function eraseLineageRows(db: Database, sessionId: string): Promise<ErasedRows> {
-  return callFunction(db, sql`select session_erase(${sessionId}) as result`);
+/**
+ * Deletes every row of a lineage, reached from any of its session ids, in one transaction (SQL
+ * `session_erase`). A lineage still open is refused (InvalidInputError, field `close`) unless
+ * `close` closes it in the same call.
+ */
+export async function eraseLineageRows(db: Database, sessionId: string, options: { close?: boolean } = {}): Promise<ErasedRows> {
+  return callFunction(db, sql`select session_erase(${sessionId}, ${options.close ?? false}) as result`);
 }
 
 export interface PruneResult {

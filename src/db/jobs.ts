@@ -23,6 +23,12 @@ export interface CompactionJob {
   generation: number;
   requestIds: string[];
   trigger: string;
+  /**
+   * The lineage incarnation the job began on, once an attempt learnt it (sc_compaction_begin
+   * answers it; a retried attempt has it from its predecessor's heartbeat): a lineage erased
+   * and created again meanwhile is not this job's, and the job writes nothing to it.
+   */
+  incarnation?: string;
 }
 
 export type JobRecord = typeof compactions.$inferSelect;
@@ -77,12 +83,21 @@ export interface StartedJob {
  * may decide or commit the job (the fencing token). An attempt that finds a greater one
  * recorded was superseded while it stalled, and must write nothing.
  */
-export async function beginJob(db: Database, job: CompactionJob, model: string, attempt: number): Promise<StartedJob> {
+export async function beginJob(db: Database, job: CompactionJob, model: string, attempt: number): Promise<StartedJob | ErasedLineage> {
   const input = { ...job, model, attempt };
-  const { rows } = await db.execute<{ started: StartedJob | { missing: true } }>(sql`select sc_compaction_begin(${JSON.stringify(input)}::jsonb) as started`);
+  const { rows } = await db.execute<{ started: StartedJob | { missing: true } | ErasedLineage }>(
+    sql`select sc_compaction_begin(${JSON.stringify(input)}::jsonb) as started`,
+  );
   const started = rows[0].started;
   if ('missing' in started) throw new SessionNotFoundError(job.lineageId);
   return started;
+}
+
+/** What beginJob answers when the job's lineage was erased and its id created again (job.incarnation differs): nothing was written. */
+export interface ErasedLineage {
+  erased: true;
+  headSessionId: string;
+  generation: number;
 }
 
 /**
@@ -99,12 +114,15 @@ export async function recordJoinedRequests(
 ): Promise<void> {
   await db.transaction(async (tx) => {
     const joined = JSON.stringify(job.requestIds);
-    await tx
+    const recorded = await tx
       .update(compactions)
       .set({
         requestIds: sql`${compactions.requestIds} || coalesce((select jsonb_agg(j.id) from jsonb_array_elements(${joined}::jsonb) as j(id) where not ${compactions.requestIds} @> jsonb_build_array(j.id)), '[]'::jsonb)`,
       })
-      .where(eq(compactions.id, job.jobId));
+      .where(eq(compactions.id, job.jobId))
+      .returning({ id: compactions.id });
+    // No row: the lineage was erased (the id may be a new lineage's now), and nothing of this job may touch it.
+    if (recorded.length === 0) return;
     await settleAutoCompaction(tx, job, outcome === 'refused' || outcome === 'aborted' ? 'failed' : 'settled', policy);
   });
 }

@@ -21,6 +21,8 @@ export interface LineageInfo {
   model: string | null;
   contextWindow: number | null;
   closed: boolean;
+  /** Set at create: erasing the lineage and creating its id again gives a new one (see session_append's p_incarnation). */
+  incarnation: string;
 }
 
 type LineageRow = typeof lineages.$inferSelect;
@@ -45,6 +47,7 @@ function lineageInfo(row: LineageRow): LineageInfo {
     model: row.model,
     contextWindow: row.contextWindow,
     closed: row.closedAt !== null,
+    incarnation: row.incarnation,
   };
 }
 

@@ -41,7 +41,7 @@ export const lineages = pgTable(
     /** Messages ever appended to the lineage: the last per-lineage append sequence number. */
     appendedCount: integer('appended_count').notNull().default(0),
     /** Estimated tokens of the head's live messages, kept up to date by appends and commits. */
-    headTokens: integer('head_tokens').notNull().default(0),
+    headTokens: bigint('head_tokens', { mode: 'number' }).notNull().default(0),
     /** Auto-compaction threshold: an append that leaves headTokens at or above it requests a compaction. */
     compactAtTokens: integer('compact_at_tokens'),
     /** The model the agent talks to: chooses the tokenizer for token counts (null: estimates). */
@@ -66,6 +66,13 @@ export const lineages = pgTable(
     /** The ledger of the current head (src/compaction/ledger.ts): the next compaction merges it into its own. */
     ledger: jsonb('ledger'),
     closedAt: timestamp('closed_at', { withTimezone: true }),
+    /**
+     * Set at create (a random id): erasing the lineage and creating the same id again gives a new
+     * one, so a job or a writer that holds the old one is refused instead of landing in the new lineage.
+     */
+    incarnation: text('incarnation')
+      .notNull()
+      .default(sql`gen_random_uuid()::text`),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
@@ -148,8 +155,8 @@ export const compactions = pgTable(
     requestIds: jsonb<string[]>('request_ids').notNull(),
     trigger: text('trigger').notNull(),
     model: text('model'),
-    tokensBefore: integer('tokens_before'),
-    tokensAfter: integer('tokens_after'),
+    tokensBefore: bigint('tokens_before', { mode: 'number' }),
+    tokensAfter: bigint('tokens_after', { mode: 'number' }),
     messagesBefore: integer('messages_before'),
     messagesAfter: integer('messages_after'),
     summariserPromptTokens: integer('summariser_prompt_tokens'),

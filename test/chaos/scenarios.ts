@@ -926,6 +926,36 @@ async function fuzzEveryCase(
       { text: 'select session_create($1, $2, p_dialect => $3)', values: [`fz-sql-${dialect}`, 'src\u0000', dialect] },
       'text-rule',
     );
+    // The data plane's limits (issue 33): what the clients refuse, SQL refuses too, and nothing wedges the lineage.
+    await fz.sqlRefused(
+      `${dialect}: a token count of 2^31-1`,
+      dialect,
+      id,
+      { text: 'select session_append($1, $2::jsonb, null, $3)', values: [id, JSON.stringify([base(dialect)]), '{2147483647}'] },
+      { field: 'tokenCounts' },
+    );
+    await fz.sqlRefused(`${dialect}: a 20,000,000-character message`, dialect, id, sqlAppend(id, [base(dialect, 'x'.repeat(20_000_000))]), {
+      field: 'messages[0]',
+    });
+    await fz.sqlRefused(
+      `${dialect}: 1,001 messages in one append`,
+      dialect,
+      id,
+      sqlAppend(
+        id,
+        Array.from({ length: 1001 }, (_, i) => base(dialect, `m${i}`)),
+      ),
+      {
+        field: 'messages',
+      },
+    );
+    await fz.sqlRefused(
+      `${dialect}: erasing the open lineage without closing it`,
+      dialect,
+      id,
+      { text: 'select session_erase($1)', values: [id] },
+      { field: 'close' },
+    );
   };
   await Promise.all(targets.map(oneDialect));
 }

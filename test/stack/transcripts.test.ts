@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { dialectOf, type Message } from '../../src/compaction/dialects';
 import type { GateReport } from '../../src/compaction/gates';
-import { commitCompaction } from '../../src/db/session-store';
+import { beginJob, commitCompaction } from '../../src/db/session-store';
 import { InvalidInputError, SessionConflictError, SessionNotFoundError } from '../../src/errors';
 import { lineageWorkflowId } from '../../src/workflows/contract';
 import { AppendLedger, ledgerProblems } from '../support/ledger';
@@ -195,6 +195,8 @@ describe('in-place mode', () => {
       compacted: [{ message: { role: 'user' as const, content: 'compacted' }, tokens: 10 }],
       stats: { tokensBefore: 100, messagesBefore: 25 },
     };
+    // The job opens its audit row first, as every job does (a commit without one is stale: an erase removed it).
+    await beginJob(stack().db.db, job, 'fake-model', 1);
     const first = await commitCompaction(stack().db.db, input);
     const count = async () => (await rowsOf(sql`select count(*)::int as n from messages where session_id = ${id}`))[0].n;
     const rowsAfterFirst = await count();
@@ -225,11 +227,14 @@ describe('the one-statement commit', () => {
       { role: 'assistant' as const, content: 'late 2' },
     ];
     await stack().client.append(id, late);
+    const job = { jobId: `${id}/late`, lineageId: id, parentSessionId: id, generation: 0, requestIds: ['r'], trigger: 'update' };
+    // The job opens its audit row first, as every job does (a commit without one is stale: an erase removed it).
+    await beginJob(stack().db.db, job, 'fake-model', 1);
     return {
       id,
       late,
       input: {
-        job: { jobId: `${id}/late`, lineageId: id, parentSessionId: id, generation: 0, requestIds: ['r'], trigger: 'update' },
+        job,
         mode,
         dialect: dialectOf('openai-chat'),
         watermarkSeq: seqs.at(-1)!,

@@ -54,6 +54,7 @@ from .errors import (
     CallTimeoutError,
     InvalidInputError,
     LineageClosedError,
+    LineageErasedError,
     RequestLostError,
     RetentionRunningError,
     from_failure,
@@ -67,6 +68,9 @@ WORKFLOW_ID_PREFIX = "session-lineage/"
 COMPACTION_MODES = ("rotate", "in_place")
 #: The largest count Postgres' integer columns hold (token thresholds, context windows, counts).
 MAX_TOKENS = 2_147_483_647
+#: The data plane's bound on one message's token count (session_append refuses more).
+MAX_MESSAGE_TOKENS = 10_000_000
+_DERIVED_ID_SUFFIX = re.compile(r"--g\d+$")
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 _DERIVED_SUFFIX = re.compile(r"--g\d+$")
@@ -331,6 +335,8 @@ class SessionsClient:
         #: How often compact() met the in-flight Update limit and went by signal instead.
         self.update_limit_fallbacks = 0
         self._formats: dict[str, tuple[TokenizerName, DialectName]] = {}
+        #: The incarnation of each lineage this client writes to, by lineage id (see append).
+        self._held: dict[str, str] = {}
         #: Seconds a request may stay unknown to a running lineage workflow before
         #: wait_for_result declares it lost (RequestLostError), as the TypeScript client's
         #: ``requestLostAfterMs``.
@@ -406,6 +412,8 @@ class SessionsClient:
             "select session_create(%s, %s, %s, %s::integer, %s::text, %s::integer, %s::text)",
             (session_id, source, mode, compact_at_tokens, model, context_window, dialect),
         )
+        # From now on this client writes to this incarnation of the lineage (see append).
+        self._held[lineage["lineageId"]] = lineage["incarnation"]
         await self.temporal.start_workflow(
             WORKFLOW_TYPE,
             self._start_input(lineage),
@@ -441,21 +449,34 @@ class SessionsClient:
         Messages are in the lineage's dialect and stored exactly as given, every field kept
         (``session_append`` checks their structure in that dialect). Every string and key
         must hold no NUL and be well-formed Unicode, and every value must be JSON (no NaN or
-        Infinity): anything else is an InvalidInputError naming the field, and nothing is sent."""
+        Infinity): anything else is an InvalidInputError naming the field, and nothing is sent.
+
+        The client holds the incarnation of each lineage it writes to, learnt at create_session
+        or at its first use of the lineage: once that lineage is erased (by any client), every
+        append of this client to it, resends included, is a LineageErasedError and writes
+        nothing, even after the id was created again; create_session (or delete_lineage)
+        through this client moves it to the lineage the id has now."""
         check_session_id(session_id)
         _check_name(append_key, "appendKey", 200)
         tokenizer, dialect = await self._format(session_id)
+        incarnation = self._held.get(_DERIVED_ID_SUFFIX.sub("", session_id))
         check_messages(messages)
         self._check_limits(messages, dialect)
         if token_counts is not None:
             counts: list[int] | None = list(token_counts) if isinstance(token_counts, (list, tuple)) else None
-            if counts is None or any(not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= MAX_TOKENS for c in counts):
-                raise InvalidInputError("tokenCounts", f"must hold one non-negative count per message ({len(messages)})")
+            if (
+                counts is None
+                or len(counts) != len(messages)
+                or any(not isinstance(c, int) or isinstance(c, bool) or not 0 <= c <= MAX_MESSAGE_TOKENS for c in counts)
+            ):
+                raise InvalidInputError(
+                    "tokenCounts", f"must hold one count per message ({len(messages)}), each a whole number from 0 to {MAX_MESSAGE_TOKENS}"
+                )
         else:
             counts = token_counts_with(tokenizer, messages, dialect)
         appended: dict[str, Any] = await self._call(
-            "select session_append(%s, %s, %s, %s::integer[], %s::bigint)",
-            (session_id, Jsonb(list(messages)), append_key, counts, self.config.auto_compaction_resend_ms),
+            "select session_append(%s, %s, %s, %s::bigint[], %s::bigint, %s::text)",
+            (session_id, Jsonb(list(messages)), append_key, counts, self.config.auto_compaction_resend_ms, incarnation),
         )
         return await self._request_auto_compaction(appended)
 
@@ -508,7 +529,7 @@ class SessionsClient:
             self._check_limits(replacement, dialect)
             counts = token_counts_with(tokenizer, replacement, dialect)
         result: dict[str, Any] = await self._call(
-            "select session_replace_tail(%s, %s::integer, %s::jsonb, %s::jsonb, %s::text, %s::integer[])",
+            "select session_replace_tail(%s, %s::integer, %s::jsonb, %s::jsonb, %s::text, %s::bigint[], %s::text)",
             (
                 session_id,
                 count,
@@ -516,6 +537,8 @@ class SessionsClient:
                 Jsonb(list(replacement)),
                 key,
                 counts,
+                # The incarnation this client holds (see append): an erased lineage is LineageErasedError.
+                self._held.get(_DERIVED_ID_SUFFIX.sub("", session_id)),
             ),
         )
         if result.get("appended") is not None:
@@ -539,6 +562,13 @@ class SessionsClient:
                 await self._call("select session_release_auto_compaction(%s, %s)", (appended["lineageId"], request_id))
             return appended | {"compactionRequestError": f"could not request the compaction: {error}"}
 
+    def _check_held(self, lineage: Mapping[str, Any], session_id: str) -> None:
+        """A compaction asked by a client that wrote to an erased incarnation would compact the
+        new lineage: LineageErasedError (see append)."""
+        held = self._held.get(lineage["lineageId"])
+        if held is not None and held != lineage.get("incarnation"):
+            raise LineageErasedError(session_id)
+
     async def _format(self, session_id: str) -> tuple[TokenizerName, DialectName]:
         """The lineage's tokenizer and dialect; its model and dialect never change, so they are
         remembered per session id."""
@@ -546,6 +576,7 @@ class SessionsClient:
         if known is not None:
             return known
         lineage = await self.lineage(session_id)
+        self._held.setdefault(lineage["lineageId"], lineage["incarnation"])
         found: tuple[TokenizerName, DialectName] = (tokenizer_for(lineage.get("model")), lineage.get("dialect") or "openai-chat")
         if len(self._formats) >= 10_000:
             self._formats.clear()
@@ -627,6 +658,7 @@ class SessionsClient:
         lineage = await self.lineage(request["sessionId"])
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
+        self._check_held(lineage, request["sessionId"])
         # The SDK turns a cancelled Update poll into WorkflowUpdateRPCTimeoutOrCancelledError,
         # so wait_for alone cannot end the call: the loop checks the deadline itself too.
         try:
@@ -748,6 +780,7 @@ class SessionsClient:
         lineage = await self.lineage(request["sessionId"])
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
+        self._check_held(lineage, request["sessionId"])
         # Answered already (perhaps by a run that is gone): never sent, never run again.
         if await self.recorded_answer(lineage["lineageId"], request_id) is not None:
             return request_id
@@ -882,9 +915,11 @@ class SessionsClient:
             workflow_runs = await asyncio.wait_for(self._delete_workflow_runs(lineage_workflow_id(lineage_id)), timeout)
         except asyncio.TimeoutError:
             raise CallTimeoutError(None, f"deleting the workflow runs of lineage {lineage_id} took longer than {timeout} s; the lineage is closed: erase it again") from None
-        erased: dict[str, Any] = await self._call("select session_erase(%s)", (lineage_id,))
-        # The id may come back as another lineage (another dialect or model).
+        # Closed above; ``true`` closes it too, so an erase resumed after a failure never meets an open lineage.
+        erased: dict[str, Any] = await self._call("select session_erase(%s, true)", (lineage_id,))
+        # The id may come back as another lineage (another dialect or model): this client learns it anew.
         self._formats.clear()
+        self._held.pop(lineage_id, None)
         return erased | {"workflowRuns": workflow_runs}
 
     async def _delete_workflow_runs(self, workflow_id: str) -> int:

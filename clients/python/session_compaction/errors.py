@@ -52,6 +52,19 @@ class LineageClosedError(SessionCompactionError):
         self.lineage_id = lineage_id
 
 
+class LineageErasedError(SessionCompactionError):
+    """The lineage this caller wrote to (the incarnation it learnt at create or first use) was
+    erased; its id is gone, or names a lineage created again since. Nothing was written. Create
+    the session again to write to the lineage that has the id now."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"the session lineage of {json.dumps(session_id)} that this caller wrote to was erased; "
+            "create the session again to write to the lineage that has its id now"
+        )
+        self.session_id = session_id
+
+
 class HistoryMismatchError(SessionCompactionError):
     """The head's last messages are not the ones the caller said they would be (a framework's
     "replace this exact suffix"): nothing was changed. Read the head again and decide anew."""
@@ -179,6 +192,8 @@ def from_sql_error(error: BaseException) -> BaseException:
         return SessionConflictError(detail["sessionId"], detail["detail"])
     if kind == "LineageClosedError":
         return LineageClosedError(detail["lineageId"])
+    if kind == "LineageErasedError":
+        return LineageErasedError(detail["sessionId"])
     if kind == "HistoryMismatchError":
         return HistoryMismatchError(detail["sessionId"], detail["detail"])
     return error

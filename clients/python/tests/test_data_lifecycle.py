@@ -22,7 +22,7 @@ import pytest
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from session_compaction import InvalidInputError, LineageClosedError, RetentionRunningError, SessionCompactionError, SessionNotFoundError
+from session_compaction import InvalidInputError, LineageClosedError, LineageErasedError, RetentionRunningError, SessionCompactionError, SessionNotFoundError, connect
 from session_compaction.agents import CompactingSession
 from session_compaction.client import lineage_workflow_id, manual_retention_workflow_id
 
@@ -249,7 +249,7 @@ async def test_delete_from_python_while_typescript_appends(client, db):
             await appender.wait()
     refusals = [text.split(" ") for text in seen("refused")]
     names = {r[1] for r in refusals}
-    assert names <= {"LineageClosedError", "SessionNotFoundError"}, names
+    assert names <= {"LineageClosedError", "SessionNotFoundError", "LineageErasedError"}, names
     # Per writer: once refused, never acknowledged again (the lineage stays closed, then gone).
     for w in (0, 1):
         mine = [text for _, text in lines if text.split(" ")[-1].startswith(f"ts{w}-")]
@@ -489,6 +489,38 @@ async def test_a_closed_lineage_refuses_appends_until_erased(client, db):
     assert await rows_of(db, sid) == NONE
     await client.create_session(sid)
     assert (await client.append(sid, [user("new")]))["sessionId"] == sid
+    await clean(db, sid)
+
+
+async def test_an_old_writer_is_refused_once_the_lineage_is_erased_and_created_again(client, db):
+    """A client holds the incarnation of the lineage it writes to (as test/stack/incarnation.test.ts):
+    after another client erased the lineage and created its id again, the old writer's append
+    and its keyed resend of a batch acknowledged before the erase are LineageErasedError, and
+    nothing of them is stored; once it creates the session itself it writes to the new lineage."""
+    sid = unique_id("py-incarnation")
+    await client.create_session(sid)
+    old_writer = await connect()
+    try:
+        acked = await old_writer.append(sid, conversation(2), append_key=f"{sid}-k1")
+        assert acked["replayed"] is False
+        await client.delete_lineage(sid)
+        await client.create_session(sid)
+        await client.append(sid, [user("the new lineage's first message")])
+        with pytest.raises(LineageErasedError):
+            await old_writer.append(sid, [user("late from the old writer")])
+        with pytest.raises(LineageErasedError):
+            await old_writer.append(sid, conversation(2), append_key=f"{sid}-k1")
+        with pytest.raises(LineageErasedError):
+            await old_writer.replace_tail(sid, 1, replacement=[user("redo")])
+        with pytest.raises(LineageErasedError):
+            await old_writer.compact(sid, force=True)
+        with pytest.raises(LineageErasedError):
+            await old_writer.request_compaction(sid, force=True)
+        assert await rows_of(db, sid) == NONE | {"lineages": 1, "sessions": 1, "messages": 1}
+        await old_writer.create_session(sid)
+        assert (await old_writer.append(sid, [user("now the new lineage's")]))["firstLineageSeq"] == 2
+    finally:
+        await old_writer.close()
     await clean(db, sid)
 
 

@@ -1,6 +1,9 @@
 -- Opens (or, on a retried attempt, reopens) a job's audit row, keeping the greatest attempt
 -- seen (the fencing token), and reads in the same statement the lineage, its head's ledger and
--- the live rows of the parent session. An unknown lineage answers {"missing": true}.
+-- the live rows of the parent session. An unknown lineage answers {"missing": true}; with
+-- p.incarnation (the job's attempt learnt it from an earlier attempt), a lineage erased and
+-- created again since answers {"erased": true} and writes nothing. The lineage's incarnation
+-- is in the answer: the commit carries it (sc_compaction_commit).
 CREATE OR REPLACE FUNCTION sc_compaction_begin(p jsonb)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -10,6 +13,9 @@ BEGIN
   SELECT * INTO g FROM lineages WHERE id = p->>'lineageId';
   IF NOT FOUND THEN
     RETURN jsonb_build_object('missing', true);
+  END IF;
+  IF p->>'incarnation' IS NOT NULL AND p->>'incarnation' <> g.incarnation THEN
+    RETURN jsonb_build_object('erased', true, 'headSessionId', g.head_session_id, 'generation', g.generation);
   END IF;
   INSERT INTO compactions (id, lineage_id, parent_session_id, generation, request_ids, trigger, model, outcome, attempts)
   VALUES (p->>'jobId', g.id, p->>'parentSessionId', (p->>'generation')::int + 1, p->'requestIds', p->>'trigger', p->>'model', 'running', (p->>'attempt')::int)
@@ -22,7 +28,7 @@ BEGIN
     'lineage', jsonb_build_object(
       'lineageId', g.id, 'headSessionId', g.head_session_id, 'generation', g.generation, 'mode', g.mode, 'dialect', g.dialect,
       'source', g.source, 'compactAtTokens', g.compact_at_tokens, 'model', g.model, 'contextWindow', g.context_window,
-      'closed', g.closed_at IS NOT NULL),
+      'closed', g.closed_at IS NOT NULL, 'incarnation', g.incarnation),
     'ledger', g.ledger,
     'rows', coalesce((
       SELECT jsonb_agg(jsonb_build_object(

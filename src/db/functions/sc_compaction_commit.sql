@@ -1,7 +1,8 @@
 -- Publishes a compaction in one statement (src/db/commit.ts builds `p`). Under the lineage
--- lock and the job row's lock it writes nothing and answers `stale` when the attempt was
--- superseded, the job already ended, the lineage closed or moved on, or a message the summary
--- read was taken back; answers `appended` with the rows when the live rows after the watermark
+-- lock and the job row's lock it writes nothing and answers `stale` when the lineage is not
+-- the incarnation the job began on (p.incarnation: erased and created again), the job's row is
+-- gone (erased while summarising), the attempt was superseded, the job already ended, the
+-- lineage closed or moved on, or a message the summary read was taken back; answers `appended` with the rows when the live rows after the watermark
 -- are not exactly p.carriedIds (the rows the gates saw); and answers a committed job from its
 -- audit row. With p.checkOnly (the gates refused the head) it writes nothing and answers
 -- `checked` once every check passed, so a refusal is only given for the lineage's real head. Otherwise it writes the new head (a child, or the same session with its old rows
@@ -27,20 +28,27 @@ DECLARE
   v_head_count integer := jsonb_array_length(p->'head');
   v_live integer;
   v_carried bigint[];
-  v_tokens integer;
+  v_tokens bigint;
   v_ended integer;
   v_notes text[] := '{}';
   v_reason text;
   v_still_above boolean;
-  v_summarised_tokens integer;
+  v_summarised_tokens bigint;
   v_follow_up text;
 BEGIN
   SELECT * INTO g FROM lineages WHERE id = p->>'lineageId' FOR UPDATE;
   IF NOT FOUND THEN
     RETURN jsonb_build_object('outcome', 'missing');
   END IF;
+  IF p->>'incarnation' IS NOT NULL AND p->>'incarnation' <> g.incarnation THEN
+    RETURN sc_compaction_stale(g.head_session_id, g.generation, 'the lineage was erased and created again while summarising');
+  END IF;
   -- A statement of its own after the lineage lock, so it reads the job's latest state.
   SELECT * INTO c FROM compactions WHERE id = v_job FOR UPDATE;
+  IF NOT FOUND THEN
+    -- The job opened its row before summarising (sc_compaction_begin): only an erase removes it.
+    RETURN sc_compaction_stale(g.head_session_id, g.generation, 'the job''s audit row is gone: the lineage was erased while summarising');
+  END IF;
   IF FOUND THEN
     IF c.outcome = 'compacted' THEN
       RETURN jsonb_strip_nulls(jsonb_build_object('outcome', 'compacted', 'headSessionId', coalesce(c.child_session_id, g.head_session_id),
@@ -116,7 +124,7 @@ BEGIN
     END IF;
   END IF;
 
-  SELECT coalesce(sum((e->>'tokens')::integer), 0) INTO v_summarised_tokens FROM jsonb_array_elements(p->'head') e;
+  SELECT coalesce(sum((e->>'tokens')::bigint), 0) INTO v_summarised_tokens FROM jsonb_array_elements(p->'head') e;
   v_tokens := v_summarised_tokens + coalesce((SELECT sum(token_estimate) FROM messages WHERE id = ANY (v_carried)), 0);
   UPDATE lineages SET head_session_id = v_head, generation = v_generation, head_tokens = v_tokens, ledger = nullif(p->'ledger', 'null'::jsonb)
   WHERE id = g.id;
@@ -133,7 +141,7 @@ BEGIN
   v_still_above := g.compact_at_tokens IS NOT NULL AND v_tokens >= g.compact_at_tokens;
   IF NOT v_still_above THEN
     PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', 'succeeded', '{}');
-  ELSIF cardinality(v_carried) = 0 OR v_summarised_tokens >= (p->>'tokensBefore')::integer THEN
+  ELSIF cardinality(v_carried) = 0 OR v_summarised_tokens >= (p->>'tokensBefore')::bigint THEN
     -- The job's own head is that large (or summarising saved nothing): another job now would
     -- find nothing more to summarise. The cooldown ladder applies.
     v_notes := v_notes || format('the compacted head still holds %s tokens, at or above the threshold of %s', v_tokens, g.compact_at_tokens);
@@ -161,7 +169,7 @@ BEGIN
     messages_before, messages_after, summariser_prompt_tokens, summariser_completion_tokens, summariser_cached_prompt_tokens,
     watermark_seq, summarised_from_seq, summarised_to_seq, gate_results, reason, rung, ledger, commit_retries, follow_up_request_id, finished_at)
   VALUES (
-    v_job, g.id, v_parent, p->'requestIds', p->>'trigger', 'compacted', v_head, v_generation, (p->>'tokensBefore')::integer, v_tokens,
+    v_job, g.id, v_parent, p->'requestIds', p->>'trigger', 'compacted', v_head, v_generation, (p->>'tokensBefore')::bigint, v_tokens,
     (p->>'messagesBefore')::integer, v_head_count + cardinality(v_carried), (p->>'promptTokens')::integer,
     (p->>'completionTokens')::integer, (p->>'cachedPromptTokens')::integer, v_watermark, (p->>'summarisedFromSeq')::integer,
     (p->>'summarisedToSeq')::integer, nullif(p->'gateResults', 'null'::jsonb), v_reason, coalesce(p->>'rung', 'summary'),

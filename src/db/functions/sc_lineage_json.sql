@@ -4,5 +4,5 @@ LANGUAGE sql STABLE AS $$
   SELECT jsonb_build_object(
     'lineageId', g.id, 'headSessionId', g.head_session_id, 'generation', g.generation, 'mode', g.mode, 'dialect', g.dialect,
     'source', g.source, 'compactAtTokens', g.compact_at_tokens, 'model', g.model, 'contextWindow', g.context_window,
-    'closed', g.closed_at IS NOT NULL);
+    'closed', g.closed_at IS NOT NULL, 'incarnation', g.incarnation);
 $$;

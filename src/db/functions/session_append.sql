@@ -15,16 +15,20 @@
 -- summariser at every append.
 -- With p_append_key, a resend of the same batch answers the first append and writes nothing,
 -- and each row stored carries the key, so the audit can count a batch stored twice under one
--- key.
-CREATE OR REPLACE FUNCTION session_append(p_session_id text, p_messages jsonb, p_append_key text DEFAULT NULL, p_token_counts integer[] DEFAULT NULL,
-                               p_resend_after_ms bigint DEFAULT 300000)
+-- key. With p_incarnation (the lineage's incarnation the caller learnt at create or first
+-- use), an append or resend to a lineage that was erased since, even if its id was created
+-- again, is a LineageErasedError and writes nothing. Each token count is a whole number from 0
+-- to 10,000,000; the head's sum is 64-bit.
+DROP FUNCTION IF EXISTS session_append(text, jsonb, text, integer[], bigint);
+CREATE OR REPLACE FUNCTION session_append(p_session_id text, p_messages jsonb, p_append_key text DEFAULT NULL, p_token_counts bigint[] DEFAULT NULL,
+                               p_resend_after_ms bigint DEFAULT 300000, p_incarnation text DEFAULT NULL)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   g lineages;
   n integer;
   max_seq integer;
-  added integer;
-  new_head_tokens integer;
+  added bigint;
+  new_head_tokens bigint;
   hash text;
   prior append_keys;
   v_result jsonb;
@@ -35,14 +39,17 @@ BEGIN
     PERFORM sc_invalid('appendKey', 'must be a string of 1 to 200 characters');
   END IF;
   SELECT l.* INTO g FROM sessions s JOIN lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id FOR UPDATE OF l;
-  IF NOT FOUND THEN
+  IF NOT FOUND AND p_incarnation IS NULL THEN
     PERFORM sc_not_found(p_session_id);
+  END IF;
+  IF NOT FOUND OR g.incarnation <> p_incarnation THEN
+    PERFORM sc_erased(p_session_id);
   END IF;
   PERFORM sc_check_batch(g.dialect, p_messages);
   n := jsonb_array_length(p_messages);
   IF p_token_counts IS NOT NULL AND (cardinality(p_token_counts) <> n OR array_position(p_token_counts, NULL) IS NOT NULL
-      OR EXISTS (SELECT 1 FROM unnest(p_token_counts) t WHERE t < 0)) THEN
-    PERFORM sc_invalid('tokenCounts', format('must hold one non-negative count per message (%s)', n));
+      OR EXISTS (SELECT 1 FROM unnest(p_token_counts) t WHERE t < 0 OR t > 10000000)) THEN
+    PERFORM sc_invalid('tokenCounts', format('must hold one count per message (%s), each a whole number from 0 to 10000000', n));
   END IF;
   IF p_append_key IS NOT NULL THEN
     hash := md5(p_messages::text);

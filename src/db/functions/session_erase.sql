@@ -1,9 +1,11 @@
 -- Erases every row of the lineage of p_session_id (any of its session ids) in one
 -- transaction: messages, compactions, append keys, pruned ranges, sessions, the lineage. The
 -- caller closes the lineage and deletes its workflow executions first (src/client
--- deleteLineage): a lineage being erased refuses appends and creates meanwhile. Answers
--- {lineageId, messages, sessions, compactions, appendKeys} (rows deleted).
-CREATE OR REPLACE FUNCTION session_erase(p_session_id text) RETURNS jsonb
+-- deleteLineage): a lineage being erased refuses appends and creates meanwhile. A lineage
+-- still open is refused (InvalidInputError, field close) unless p_close closes it in the same
+-- call. Answers {lineageId, messages, sessions, compactions, appendKeys} (rows deleted).
+DROP FUNCTION IF EXISTS session_erase(text);
+CREATE OR REPLACE FUNCTION session_erase(p_session_id text, p_close boolean DEFAULT false) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   g lineages;
@@ -18,6 +20,9 @@ BEGIN
     IF NOT FOUND THEN
       PERFORM sc_not_found(p_session_id);
     END IF;
+  END IF;
+  IF g.closed_at IS NULL AND NOT coalesce(p_close, false) THEN
+    PERFORM sc_invalid('close', format('session lineage %s is still open: close it first, or erase it with close to close it in the same call', to_jsonb(g.id)::text));
   END IF;
   DELETE FROM messages m USING sessions s WHERE s.id = m.session_id AND s.lineage_id = g.id;
   GET DIAGNOSTICS n_messages = ROW_COUNT;

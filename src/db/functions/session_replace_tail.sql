@@ -5,10 +5,13 @@
 -- stays in its row, archived, with retracted_by naming the operation (the audit counts it as
 -- taken back, not lost). With p_key the operation is stored once, in the lineage's append keys:
 -- the same key with the same operation answers the first call again (`replayed`); with another
--- operation, or an append's key, it is refused. Answers {sessionId, lineageId, removed (the
--- bodies taken back), appended (session_append's answer, or null), replayed}.
+-- operation, or an append's key, it is refused. With p_incarnation (as session_append's), a
+-- lineage erased since, even one whose id was created again, is a LineageErasedError and
+-- nothing changes. Answers {sessionId, lineageId, removed (the bodies taken back), appended
+-- (session_append's answer, or null), replayed}.
+DROP FUNCTION IF EXISTS session_replace_tail(text, integer, jsonb, jsonb, text, integer[]);
 CREATE OR REPLACE FUNCTION session_replace_tail(p_session_id text, p_count integer DEFAULT 1, p_expected jsonb DEFAULT NULL, p_replacement jsonb DEFAULT '[]',
-                                     p_key text DEFAULT NULL, p_token_counts integer[] DEFAULT NULL)
+                                     p_key text DEFAULT NULL, p_token_counts bigint[] DEFAULT NULL, p_incarnation text DEFAULT NULL)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   g lineages;
@@ -18,7 +21,7 @@ DECLARE
   prior append_keys;
   removed jsonb;
   removed_ids bigint[];
-  removed_tokens integer;
+  removed_tokens bigint;
   appended jsonb;
   v_result jsonb;
 BEGIN
@@ -38,8 +41,11 @@ BEGIN
     PERFORM sc_invalid('replacement', 'must be an array of messages');
   END IF;
   SELECT l.* INTO g FROM sessions s JOIN lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id FOR UPDATE OF l;
-  IF NOT FOUND THEN
+  IF NOT FOUND AND p_incarnation IS NULL THEN
     PERFORM sc_not_found(p_session_id);
+  END IF;
+  IF NOT FOUND OR g.incarnation <> p_incarnation THEN
+    PERFORM sc_erased(p_session_id);
   END IF;
   IF jsonb_array_length(p_replacement) > 0 THEN
     PERFORM sc_check_batch(g.dialect, p_replacement);
@@ -78,7 +84,7 @@ BEGIN
     UPDATE lineages SET head_tokens = greatest(0, head_tokens - removed_tokens) WHERE id = g.id;
   END IF;
   IF jsonb_array_length(p_replacement) > 0 THEN
-    appended := session_append(p_session_id, p_replacement, NULL, p_token_counts);
+    appended := session_append(p_session_id, p_replacement, NULL, p_token_counts, p_incarnation => p_incarnation);
   END IF;
   v_result := jsonb_build_object('sessionId', g.head_session_id, 'lineageId', g.id, 'removed', removed, 'appended', coalesce(appended - 'replayed', 'null'::jsonb));
   IF p_key IS NOT NULL THEN
