@@ -17,26 +17,36 @@
  *   CompactingSession does not offer), and the snapshot cases (unsupported metadata, binary
  *   data, prototypes, accessors): they pin MemorySession's in-process cloning of JavaScript
  *   values, while CompactingSession stores JSON;
- * - run.test.ts sessions: the cancellation, handoff, retry, callback-clone, approval and
- *   resume cases, and `reasoningItemIdPolicy`, not ported yet (no time left in this change);
- *   the Runner scenarios of agents-session.test.ts cover approvals and long runs;
+ * - run.test.ts sessions: none; all nineteen of its cases are here (the repeated-references
+ *   case for `run` and `stream`). Its plain recording session becomes `recorded()`, a ledger
+ *   of the runner's writes over either kind, and most cases also read back what was stored;
+ *   its ReasoningPreservingSession is the session given `preserveReasoningItemIdsForPersistence`;
+ *   its StreamingModel is the same three scripted responses;
  * - run.outputGuardrailReplaySession: only its first table (terminal tools × modes ×
  *   tripwire); the input-only blocked transaction cases subclass MemorySession itself.
  * hitlMemorySessionScenario.test.ts is ported whole: for CompactingSession the "rehydrated"
  * session is a second object opened on the same lineage (what another process would open).
  * Every case here passes on the SDK's MemorySession at the installed version (0.20.0).
  */
+import { Buffer } from 'node:buffer';
 import {
   Agent,
   type AgentInputItem,
+  handoff,
+  hostedMcpTool,
   MemorySession,
   OutputGuardrailTripwireTriggered,
+  run,
+  RunContext,
   Runner,
+  RunState,
   type ModelRequest,
+  type SessionHistoryTransactionArgs,
   type SessionHistoryTransactionAwareSession,
   tool,
   type ToolUseBehavior,
   Usage,
+  user,
 } from '@openai/agents-core';
 import { assistantMessage, functionCall, modelResponder, modelResponse, ScriptedModel } from '@openai/agents-core/testing';
 import { describe, expect, it, vi } from 'vitest';
@@ -67,6 +77,69 @@ const firstText = (item: AgentInputItem | undefined): string | undefined => {
   if (typeof content === 'string') return content;
   return Array.isArray(content) ? (content[0] as { text?: string } | undefined)?.text : undefined;
 };
+
+/**
+ * The SDK test's recording session (`session.added`, its own class there), as a wrapper over
+ * either kind: the test's own ledger of every write the runner makes, each batch copied when
+ * it is made. In every case here the runner stores a turn with `addItems`, on both kinds (seen
+ * at 0.20.0); a write through `applyHistoryTransaction` is recorded too, an `append_items` as
+ * added and a `replace_suffix` apart (`replaced`), which no ported case expects.
+ */
+function recorded<S extends SessionHistoryTransactionAwareSession>(inner: S) {
+  const added: AgentInputItem[][] = [];
+  const replaced: Array<{ expectedSuffix: AgentInputItem[]; replacement: AgentInputItem[] }> = [];
+  const session = new Proxy(inner, {
+    get(target, property) {
+      if (property === 'addItems')
+        return (items: AgentInputItem[]) => {
+          added.push(structuredClone(items));
+          return target.addItems(items);
+        };
+      if (property === 'applyHistoryTransaction')
+        return (args: SessionHistoryTransactionArgs) => {
+          const { transaction } = args;
+          if (transaction?.type === 'append_items') added.push(structuredClone(transaction.items));
+          else if (transaction?.type === 'replace_suffix')
+            replaced.push(structuredClone({ expectedSuffix: transaction.expectedSuffix, replacement: transaction.replacement }));
+          return target.applyHistoryTransaction(args);
+        };
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { session, added, replaced };
+}
+
+/** The SDK's test stubs (`test/stubs.ts`): a model message and a function call, both with provider id '123'. */
+const fakeModelMessage = (text: string) => assistantMessage(text, { id: '123' });
+const TEST_MODEL_FUNCTION_CALL = {
+  id: '123',
+  type: 'function_call' as const,
+  name: 'test',
+  callId: '123',
+  status: 'completed' as const,
+  arguments: '{"test": "test"}',
+};
+const typesOf = (items: readonly AgentInputItem[]) => items.map((item) => item.type);
+
+/** The SDK test's tool `test` that starts, then waits until the test lets it finish (after aborting the run). */
+function gatedTool() {
+  let markStarted: () => void = () => undefined;
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
+  let release: () => void = () => undefined;
+  const canFinish = new Promise<void>((resolve) => (release = resolve));
+  const gated = tool({
+    name: 'test',
+    description: 'finishes after cancellation',
+    parameters: z.object({ test: z.string() }),
+    execute: async () => {
+      markStarted();
+      await canFinish;
+      return 'completed tool result';
+    },
+  });
+  return { gated, started, release };
+}
 
 describe.each(KINDS)('memorySession.test.ts on %s', (kind) => {
   it('stores and retrieves items in memory', async () => {
@@ -275,6 +348,394 @@ describe.each(KINDS)('run.test.ts › Runner.run › sessions on %s', (kind) => 
     const savedResult = saved[2] as { output: unknown[] };
     expect(Array.isArray(savedResult.output)).toBe(true);
     expect(savedResult.output[0]).toMatchObject({ type: 'input_text', text: 'Weather for San Francisco' });
+  });
+
+  it('persists accepted tool results before surfacing cancellation', async () => {
+    const controller = new AbortController();
+    const abortReason = new Error('stop after tool result');
+    const { gated, started, release } = gatedTool();
+    const model = new ScriptedModel([modelResponse({ output: [{ ...TEST_MODEL_FUNCTION_CALL }], usage: new Usage() })]);
+    const agent = new Agent({ name: 'SessionCancellationAgent', model, tools: [gated] });
+    const { session, added, replaced } = recorded(await sessionOf(kind));
+    const runPromise = run(agent, 'start', { session, signal: controller.signal });
+    const rejection = expect(runPromise).rejects.toBe(abortReason);
+    await started;
+    controller.abort(abortReason);
+    release();
+    await rejection;
+    expect(added).toHaveLength(1);
+    expect(typesOf(added[0])).toEqual(['message', 'function_call', 'function_call_result']);
+    expect(replaced).toEqual([]);
+    expect(typesOf(await session.getItems())).toEqual(['message', 'function_call', 'function_call_result']);
+  });
+
+  it('does not persist a cancelled tool turn again when its state resumes', async () => {
+    const controller = new AbortController();
+    const abortReason = new Error('stop before the next model turn');
+    const { gated, started, release } = gatedTool();
+    const model = new ScriptedModel([
+      modelResponse({ output: [{ ...TEST_MODEL_FUNCTION_CALL }], usage: new Usage() }),
+      modelResponse({ output: [fakeModelMessage('resumed response')], usage: new Usage() }),
+    ]);
+    const agent = new Agent({ name: 'SessionCancellationResumeAgent', model, tools: [gated] });
+    const state = new RunState(new RunContext(), 'start', agent, 10);
+    const { session, added, replaced } = recorded(await sessionOf(kind, [user('start')]));
+    const runPromise = run(agent, state, { session, signal: controller.signal });
+    const rejection = expect(runPromise).rejects.toBe(abortReason);
+    await started;
+    controller.abort(abortReason);
+    release();
+    await rejection;
+    expect(added).toHaveLength(1);
+    expect(typesOf(added[0])).toEqual(['function_call', 'function_call_result']);
+
+    await run(agent, state, { session });
+    expect(added).toHaveLength(2);
+    expect(typesOf(added[1])).toEqual(['message']);
+    expect(added.flat().filter((item) => item.type === 'function_call' && item.callId === TEST_MODEL_FUNCTION_CALL.callId)).toHaveLength(1);
+    expect(replaced).toEqual([]);
+    // Read back: the call stored once, in the order the runs wrote it.
+    expect(typesOf(await session.getItems())).toEqual(['message', 'function_call', 'function_call_result', 'message']);
+  });
+
+  it('does not execute or repersist a handoff skipped by cancellation', async () => {
+    const controller = new AbortController();
+    const abortReason = new Error('stop before the handoff');
+    const { gated, started, release } = gatedTool();
+    const agentB = new Agent({
+      name: 'SessionCancellationHandoffTarget',
+      model: new ScriptedModel([modelResponse({ output: [fakeModelMessage('handoff response')], usage: new Usage() })]),
+    });
+    const onHandoff = vi.fn();
+    const handoffToB = handoff(agentB, { onHandoff });
+    const handoffCall = {
+      id: 'handoff-call',
+      type: 'function_call' as const,
+      name: handoffToB.toolName,
+      callId: 'handoff-call',
+      status: 'completed' as const,
+      arguments: '{}',
+    };
+    const agentA = new Agent({
+      name: 'SessionCancellationHandoffSource',
+      model: new ScriptedModel([
+        modelResponse({ output: [{ ...TEST_MODEL_FUNCTION_CALL }, handoffCall], usage: new Usage() }),
+        modelResponse({ output: [fakeModelMessage('resumed source response')], usage: new Usage() }),
+      ]),
+      tools: [gated],
+      handoffs: [handoffToB],
+    });
+    const state = new RunState(new RunContext(), 'start', agentA, 10);
+    const { session, added, replaced } = recorded(await sessionOf(kind, [user('start')]));
+    const runPromise = run(agentA, state, { session, signal: controller.signal });
+    const rejection = expect(runPromise).rejects.toBe(abortReason);
+    await started;
+    controller.abort(abortReason);
+    release();
+    await rejection;
+    expect(state._currentStep?.type).toBe('next_step_run_again');
+    expect(onHandoff).not.toHaveBeenCalled();
+    expect(added).toHaveLength(1);
+
+    const result = await run(agentA, state, { session });
+    expect(result.finalOutput).toBe('resumed source response');
+    expect(onHandoff).not.toHaveBeenCalled();
+    expect(added).toHaveLength(2);
+    expect(typesOf(added[1])).toEqual(['message']);
+    const all = added.flat();
+    expect(all.filter((item) => item.type === 'function_call' && item.callId === TEST_MODEL_FUNCTION_CALL.callId)).toHaveLength(1);
+    expect(all.filter((item) => item.type === 'function_call_result' && item.callId === handoffCall.callId && item.status === 'incomplete')).toHaveLength(1);
+    expect(replaced).toEqual([]);
+    const stored = await session.getItems();
+    expect(stored.filter((item) => item.type === 'function_call_result' && item.callId === handoffCall.callId)).toHaveLength(1);
+    expect(stored.at(-1)).toMatchObject({ role: 'assistant' });
+  });
+
+  it('applies runner-level reasoningItemIdPolicy to replayed session history', async () => {
+    const model = new ScriptedModel([modelResponse({ output: [fakeModelMessage('response')], usage: new Usage() })]);
+    const agent = new Agent({ name: 'SessionReasoningAgent', model });
+    const session = await sessionOf(kind, [{ id: 'rs_persisted', type: 'reasoning', content: [{ type: 'input_text', text: 'stored reasoning' }] }]);
+    // The SDK's ReasoningPreservingSession: the same session, keeping reasoning ids when it stores.
+    Object.assign(session, { preserveReasoningItemIdsForPersistence: () => true });
+    await new Runner({ tracingDisabled: true, reasoningItemIdPolicy: 'omit' }).run(agent, 'new input', { session });
+    const input = model.lastCall?.request.input as AgentInputItem[];
+    expect(input.find((item) => item.type === 'reasoning')).toEqual({ type: 'reasoning', content: [{ type: 'input_text', text: 'stored reasoning' }] });
+    // What the session holds is untouched: the policy shapes the request only.
+    expect((await session.getItems())[0]).toMatchObject({ id: 'rs_persisted', type: 'reasoning' });
+  });
+
+  it('supports async session input callback', async () => {
+    const model = new ScriptedModel([modelResponse({ output: [fakeModelMessage('response')], usage: new Usage() })]);
+    const agent = new Agent({ name: 'AsyncSessionCallback', model });
+    const session = await sessionOf(kind, [user('Older message'), user('Newest history')]);
+    await new Runner({ tracingDisabled: true }).run(agent, [user('Fresh input')], {
+      session,
+      sessionInputCallback: async (history, newItems) => {
+        await Promise.resolve();
+        return history.slice(-1).concat(newItems);
+      },
+    });
+    const recordedInput = model.lastCall?.request.input as AgentInputItem[];
+    expect(recordedInput).toHaveLength(2);
+    expect(firstText(recordedInput[0])).toBe('Newest history');
+    expect(firstText(recordedInput[1])).toBe('Fresh input');
+  });
+
+  it('persists transformed session input from callback', async () => {
+    const model = new ScriptedModel([modelResponse({ output: [fakeModelMessage('session response')], usage: new Usage() })]);
+    const agent = new Agent({ name: 'SessionTransform', model });
+    const { session, added } = recorded(await sessionOf(kind));
+    const redacted = '[redacted]';
+    await new Runner({ tracingDisabled: true }).run(agent, 'Sensitive payload', {
+      session,
+      sessionInputCallback: (history, newItems) => {
+        expect(history).toHaveLength(0);
+        if (newItems[0] && typeof newItems[0] === 'object') (newItems[0] as { content: unknown }).content = redacted;
+        return history.concat(newItems);
+      },
+    });
+    const recordedInput = model.lastCall?.request.input as AgentInputItem[];
+    expect(recordedInput.at(-1)).toMatchObject({ role: 'user', content: redacted });
+    expect(added).toHaveLength(1);
+    expect(added[0][0]).toMatchObject({ role: 'user', content: redacted });
+    const stored = JSON.stringify(await session.getItems());
+    expect(stored).toContain(redacted);
+    expect(stored).not.toContain('Sensitive payload');
+  });
+
+  it('does not persist duplicate user input when a model retry succeeds in the same run', async () => {
+    const requests: AgentInputItem[][] = [];
+    const record = (request: Readonly<ModelRequest>) => requests.push(JSON.parse(JSON.stringify(request.input)) as AgentInputItem[]);
+    const model = new ScriptedModel([
+      modelResponder((call) => {
+        record(call.request);
+        throw Object.assign(new Error('temporary failure'), { statusCode: 503 });
+      }),
+      modelResponder((call) => {
+        record(call.request);
+        return { output: [fakeModelMessage('retry response')], usage: new Usage({ requests: 1 }) };
+      }),
+    ]);
+    const agent = new Agent({
+      name: 'RetrySessionAgent',
+      model,
+      modelSettings: { retry: { maxRetries: 1, backoff: { initialDelayMs: 0, jitter: false }, policy: ({ normalized }) => normalized.statusCode === 503 } },
+    });
+    const { session, added } = recorded(await sessionOf(kind));
+    const result = await new Runner({ tracingDisabled: true }).run(agent, 'Retry me once', { session });
+    expect(result.finalOutput).toBe('retry response');
+    expect(model.calls).toHaveLength(2);
+    expect(requests.map((input) => firstText(input[0]))).toEqual(['Retry me once', 'Retry me once']);
+    expect(added).toHaveLength(1);
+    expect(added[0].map(firstText).filter((text) => text === 'Retry me once')).toHaveLength(1);
+    expect(result.state.usage.requests).toBe(2);
+    expect((await session.getItems()).map(firstText)).toEqual(['Retry me once', 'retry response']);
+  });
+
+  it('does not duplicate history when callback clones entries', async () => {
+    const model = new ScriptedModel([modelResponse({ output: [fakeModelMessage('clone response')], usage: new Usage() })]);
+    const { session, added } = recorded(await sessionOf(kind, [user('Existing history item')]));
+    const agent = new Agent({ name: 'CloneSession', model });
+    await new Runner({ tracingDisabled: true }).run(agent, [user('Fresh input')], {
+      session,
+      sessionInputCallback: (history, newItems) => history.map((item) => structuredClone(item)).concat(newItems.map((item) => structuredClone(item))),
+    });
+    expect(added).toHaveLength(1);
+    const persistedUsers = added[0].filter((item) => item.type === 'message' && 'role' in item && item.role === 'user');
+    expect(persistedUsers).toHaveLength(1);
+    expect(firstText(persistedUsers[0])).toBe('Fresh input');
+    expect((await session.getItems()).map(firstText)).toEqual(['Existing history item', 'Fresh input', 'clone response']);
+  });
+
+  it.each([
+    { name: 'run', stream: false },
+    { name: 'stream', stream: true },
+  ])('does not grow session history from repeated references across $name turns', async ({ stream }) => {
+    const model = new ScriptedModel(
+      Array.from({ length: 3 }, (_, turn) =>
+        modelResponse({ output: [fakeModelMessage(stream ? 'assistant' : `assistant ${turn}`)], usage: new Usage(), responseId: `r${turn + 1}` }),
+      ),
+    );
+    const agent = new Agent({ name: 'RepeatedHistorySession', model });
+    const session = await sessionOf(kind);
+    const sessionInputCallback = (history: AgentInputItem[], newItems: AgentInputItem[]) =>
+      history.length === 0 ? newItems : history.concat(history[0], newItems);
+    for (let turn = 0; turn < 3; turn += 1) {
+      if (stream) await (await run(agent, `user ${turn}`, { session, sessionInputCallback, stream: true })).completed;
+      else await run(agent, `user ${turn}`, { session, sessionInputCallback });
+    }
+    const storedItems = await session.getItems();
+    const storedUsers = storedItems.filter((item) => item.type === 'message' && 'role' in item && item.role === 'user');
+    expect(storedUsers.map(firstText)).toEqual(['user 0', 'user 1', 'user 2']);
+    expect(storedItems).toHaveLength(6);
+  });
+
+  it('persists reordered new items ahead of matching history', async () => {
+    const model = new ScriptedModel([modelResponse({ output: [fakeModelMessage('reordered response')], usage: new Usage() })]);
+    const { session, added } = recorded(await sessionOf(kind, [user('Repeatable message')]));
+    const agent = new Agent({ name: 'ReorderedSession', model });
+    const runner = new Runner({ tracingDisabled: true, sessionInputCallback: (history, newItems) => newItems.concat(history) });
+    await runner.run(agent, [user('Repeatable message')], { session });
+    expect(added).toHaveLength(1);
+    const persistedUsers = added[0].filter((item) => item.type === 'message' && 'role' in item && item.role === 'user');
+    expect(persistedUsers).toHaveLength(1);
+    expect(firstText(persistedUsers[0])).toBe('Repeatable message');
+    expect((await session.getItems()).map(firstText)).toEqual(['Repeatable message', 'Repeatable message', 'reordered response']);
+  });
+
+  it('persists binary payloads that share prefixes with history', async () => {
+    const model = new ScriptedModel([modelResponse({ output: [fakeModelMessage('binary response')], usage: new Usage() })]);
+    const historyPayload = new Uint8Array(32);
+    const newPayload = new Uint8Array(32);
+    for (let i = 0; i < 32; i++) {
+      const value = i < 20 ? 0xaa : i;
+      historyPayload[i] = value;
+      newPayload[i] = value;
+    }
+    historyPayload[31] = 0xbb;
+    newPayload[31] = 0xcc;
+    const { session, added } = recorded(await sessionOf(kind, [user('History with binary', { payload: historyPayload })]));
+    const agent = new Agent({ name: 'BinarySession', model });
+    await new Runner({ tracingDisabled: true }).run(agent, [user('Binary input')], {
+      session,
+      sessionInputCallback: (history, newItems) =>
+        history
+          .map((item) => structuredClone(item))
+          .concat(newItems.map((item) => Object.assign(structuredClone(item), { providerData: { payload: newPayload } }))),
+    });
+    expect(added).toHaveLength(1);
+    const payloads = added[0]
+      .filter((item) => item.type === 'message' && 'role' in item && item.role === 'user' && item.providerData?.payload)
+      .map((item) => item.providerData?.payload as unknown);
+    const dataUrl = (bytes: Uint8Array) => `data:text/plain;base64,${Buffer.from(bytes).toString('base64')}`;
+    expect(payloads).toContain(dataUrl(newPayload));
+    expect(payloads).not.toContain(dataUrl(historyPayload));
+    const stored = await session.getItems();
+    expect(stored.map(firstText)).toEqual(['History with binary', 'Binary input', 'binary response']);
+    expect(stored[1].providerData?.payload).toBe(dataUrl(newPayload));
+  });
+
+  it('throws when session input callback returns invalid data', async () => {
+    const model = new ScriptedModel([modelResponse({ output: [fakeModelMessage('response')], usage: new Usage() })]);
+    const agent = new Agent({ name: 'InvalidCallback', model });
+    const session = await sessionOf(kind, [user('history')]);
+    await expect(
+      new Runner({ tracingDisabled: true }).run(agent, 'Hello', { session, sessionInputCallback: () => 'not-an-array' as unknown as AgentInputItem[] }),
+    ).rejects.toThrow('Session input callback must return an array of AgentInputItem objects.');
+    // Nothing was written.
+    expect((await session.getItems()).map(firstText)).toEqual(['history']);
+  });
+
+  it('stores hosted tool call metadata when approval is required', async () => {
+    const hostedCall = {
+      type: 'hosted_tool_call' as const,
+      id: 'approval-1',
+      name: 'mcp_approval_request',
+      status: 'completed',
+      providerData: { type: 'mcp_approval_request', server_label: 'demo_server', name: 'file_search', id: 'approval-1', arguments: '{"query":"invoices"}' },
+    };
+    const model = new ScriptedModel([modelResponse({ output: [hostedCall], usage: new Usage() })]);
+    const hostedTool = hostedMcpTool({
+      serverLabel: 'demo_server',
+      serverUrl: 'https://example.com',
+      requireApproval: { always: { toolNames: ['file_search'] } },
+    });
+    const agent = new Agent({ name: 'HostedToolAgent', model, tools: [hostedTool] });
+    const { session, added } = recorded(await sessionOf(kind));
+    const result = await new Runner({ tracingDisabled: true }).run(agent, 'Find latest invoices', { session });
+    expect(result.interruptions).toHaveLength(1);
+    expect(added).toHaveLength(1);
+    expect(added[0]).toHaveLength(2);
+    const saved = (await session.getItems())[1] as { id?: string; providerData?: unknown };
+    expect((added[0][1] as { providerData?: unknown }).providerData).toEqual(hostedCall.providerData);
+    expect(saved.providerData).toEqual(hostedCall.providerData);
+    expect(saved.id).toBe('approval-1');
+  });
+
+  it('prevents duplicate function_call items when resuming from interruption after tool approval', async () => {
+    const getWeatherTool = tool({
+      name: 'get_weather',
+      description: 'Get weather for a city',
+      parameters: z.object({ city: z.string() }),
+      needsApproval: () => Promise.resolve(true),
+      execute: ({ city }) => Promise.resolve(`Sunny, 72°F in ${city}`),
+    });
+    const model = new ScriptedModel([
+      modelResponse({
+        output: [
+          {
+            type: 'function_call',
+            id: 'fc_1',
+            callId: 'call_weather_1',
+            name: 'get_weather',
+            status: 'completed',
+            arguments: JSON.stringify({ city: 'Oakland' }),
+            providerData: {},
+          },
+        ],
+        usage: new Usage(),
+      }),
+      modelResponse({ output: [fakeModelMessage('The weather is sunny in Oakland.')], usage: new Usage() }),
+    ]);
+    const agent = new Agent({
+      name: 'Assistant',
+      instructions: 'Use get_weather tool to answer weather questions.',
+      model,
+      tools: [getWeatherTool],
+      toolUseBehavior: 'run_llm_again',
+    });
+    const session = await sessionOf(kind);
+    const sessionInputCallback = (historyItems: AgentInputItem[], newItems: AgentInputItem[]) => Promise.resolve([...historyItems, ...newItems]);
+    const first = await run(agent, [{ role: 'user', content: "What's the weather in Oakland?" }], { session, sessionInputCallback });
+    expect(first.interruptions).toHaveLength(1);
+    for (const interruption of first.interruptions) first.state.approve(interruption);
+    const resumed = await run(agent, first.state, { session });
+    expect(resumed.finalOutput).toBe('The weather is sunny in Oakland.');
+    const allItems = await session.getItems();
+    expect(allItems.filter((item) => item.type === 'function_call' && item.callId === 'call_weather_1')).toHaveLength(1);
+    expect(allItems[0]).toMatchObject({ role: 'user', content: "What's the weather in Oakland?" });
+    expect(typesOf(allItems.slice(1))).toEqual(['function_call', 'function_call_result', 'message']);
+  });
+
+  it('does not duplicate already persisted items when the resumed run continues into additional turns', async () => {
+    const getWeatherTool = tool({
+      name: 'get_weather',
+      description: 'Get weather for a city',
+      parameters: z.object({ city: z.string() }),
+      needsApproval: () => Promise.resolve(true),
+      execute: ({ city }) => Promise.resolve(`Sunny, 72°F in ${city}`),
+    });
+    const getTimeTool = tool({
+      name: 'get_time',
+      description: 'Get the current time for a city',
+      parameters: z.object({ city: z.string() }),
+      execute: ({ city }) => Promise.resolve(`12:00PM in ${city}`),
+    });
+    const callOf = (id: string, callId: string, name: string) =>
+      ({ type: 'function_call', id, callId, name, status: 'completed', arguments: JSON.stringify({ city: 'Oakland' }), providerData: {} }) as const;
+    const model = new ScriptedModel([
+      modelResponse({ output: [callOf('fc_1', 'call_weather_1', 'get_weather')], usage: new Usage() }),
+      modelResponse({ output: [callOf('fc_2', 'call_time_1', 'get_time')], usage: new Usage() }),
+      modelResponse({ output: [fakeModelMessage('It is sunny in Oakland and it is noon.')], usage: new Usage() }),
+    ]);
+    const agent = new Agent({
+      name: 'Assistant',
+      instructions: 'Use get_weather and get_time tools to answer questions about Oakland.',
+      model,
+      tools: [getWeatherTool, getTimeTool],
+      toolUseBehavior: 'run_llm_again',
+    });
+    const session = await sessionOf(kind);
+    const sessionInputCallback = (historyItems: AgentInputItem[], newItems: AgentInputItem[]) => Promise.resolve([...historyItems, ...newItems]);
+    const first = await run(agent, [{ role: 'user', content: "What's the weather and time in Oakland?" }], { session, sessionInputCallback });
+    expect(first.interruptions).toHaveLength(1);
+    for (const interruption of first.interruptions) first.state.approve(interruption);
+    const resumed = await run(agent, first.state, { session });
+    expect(resumed.finalOutput).toBe('It is sunny in Oakland and it is noon.');
+    const allItems = await session.getItems();
+    expect(allItems.filter((item) => item.type === 'function_call' && item.callId === 'call_weather_1')).toHaveLength(1);
+    expect(allItems[0]).toMatchObject({ role: 'user', content: "What's the weather and time in Oakland?" });
+    expect(typesOf(allItems.slice(1))).toEqual(['function_call', 'function_call_result', 'function_call', 'function_call_result', 'message']);
   });
 });
 
