@@ -801,6 +801,125 @@ describe.each(KINDS)('run.outputGuardrailReplaySession.test.ts › output guardr
       expect(stored).toContain('sensitive tool output');
     }
   });
+  it.each(
+    (['non_streamed', 'streamed'] as const).flatMap((mode) =>
+      (['run_llm_again', 'stop_on_first_tool', 'stop_at_names', 'custom'] as const).map((behavior) => ({ mode, behavior })),
+    ),
+  )('preserves a completed $mode approval sibling before resuming with $behavior', async ({ mode, behavior }) => {
+    const approveExecute = vi.fn(() => Promise.resolve('approved sibling output'));
+    const siblingExecute = vi.fn(() => Promise.resolve('completed nonterminal sibling'));
+    const approvalTool = tool({
+      name: 'pending_approval_tool',
+      description: 'Requires approval before execution.',
+      parameters: z.object({}),
+      needsApproval: true,
+      execute: approveExecute,
+    });
+    const siblingTool = tool({
+      name: 'completed_sibling_tool',
+      description: 'Completes while a sibling awaits approval.',
+      parameters: z.object({}),
+      execute: siblingExecute,
+    });
+    const model = new ScriptedModel([
+      modelResponse({
+        output: [
+          functionCall('pending_approval_tool', {}, { callId: 'pending-approval-call' }),
+          functionCall('completed_sibling_tool', {}, { callId: 'completed-sibling-call' }),
+        ],
+        usage: new Usage(),
+      }),
+      modelResponse({ output: [assistantMessage('approved sibling continuation')], usage: new Usage() }),
+    ]);
+    const agent = new Agent({
+      name: 'Nonterminal approval sibling agent',
+      model,
+      tools: [approvalTool, siblingTool],
+      toolUseBehavior: 'run_llm_again',
+      outputGuardrails: [{ name: 'guard the eventual model output', execute: () => Promise.resolve({ outputInfo: undefined, tripwireTriggered: false }) }],
+    });
+    const session = await sessionOf(kind);
+    const runOnce = async (input: string | RunState<unknown, typeof agent>) => {
+      if (mode === 'streamed') {
+        const result = await run(agent, input, { session, stream: true });
+        await result.completed;
+        return result;
+      }
+      return run(agent, input, { session });
+    };
+    const typesFor = (items: AgentInputItem[], callId: string) =>
+      items.filter((item) => (item.type === 'function_call' || item.type === 'function_call_result') && item.callId === callId).map((item) => item.type);
+
+    const first = await runOnce('Use both approval siblings.');
+    expect(first.interruptions).toHaveLength(1);
+    expect(siblingExecute).toHaveBeenCalledTimes(1);
+    expect(approveExecute).not.toHaveBeenCalled();
+    const checkpoint = await session.getItems();
+    expect(typesFor(checkpoint, 'completed-sibling-call')).toEqual(['function_call', 'function_call_result']);
+    expect(JSON.stringify(checkpoint)).toContain('completed nonterminal sibling');
+    expect(first.state._currentTurnPersistedItemCount).toBeGreaterThan(0);
+    first.state.approve(first.interruptions[0]);
+
+    if (behavior !== 'run_llm_again') {
+      agent.toolUseBehavior =
+        behavior === 'stop_on_first_tool'
+          ? 'stop_on_first_tool'
+          : behavior === 'stop_at_names'
+            ? { stopAtToolNames: ['pending_approval_tool'] }
+            : (_context, results) =>
+                Promise.resolve({
+                  isFinalOutput: true,
+                  isInterrupted: undefined,
+                  finalOutput: String(results.find((result) => result.type === 'function_output')?.output),
+                });
+      await expect(runOnce(first.state)).rejects.toThrow('persisted response ownership cannot be proven');
+      expect(approveExecute).not.toHaveBeenCalled();
+      expect(siblingExecute).toHaveBeenCalledTimes(1);
+      expect(model.calls).toHaveLength(1);
+      expect(await session.getItems()).toEqual(checkpoint);
+      return;
+    }
+
+    const resumed = await runOnce(first.state);
+    expect(resumed.finalOutput).toBe('approved sibling continuation');
+    expect(approveExecute).toHaveBeenCalledTimes(1);
+    expect(siblingExecute).toHaveBeenCalledTimes(1);
+    expect(model.calls).toHaveLength(2);
+    const persisted = await session.getItems();
+    for (const callId of ['pending-approval-call', 'completed-sibling-call'])
+      expect(typesFor(persisted, callId)).toEqual(['function_call', 'function_call_result']);
+  });
+
+  it.each(['non_streamed', 'streamed'] as const)('retains a run_llm_again tool output when a later model output trips in %s mode', async (mode) => {
+    const sensitiveTool = tool({
+      name: 'sensitive_tool',
+      description: 'Returns a value for a later model turn.',
+      parameters: z.object({}),
+      execute: () => Promise.resolve('tool output retained for the model'),
+    });
+    const model = new ScriptedModel([
+      modelResponse({ output: [functionCall('sensitive_tool', {}, { callId: 'sensitive-call' })], usage: new Usage() }),
+      modelResponse({ output: [assistantMessage('blocked model output secret')], usage: new Usage() }),
+    ]);
+    const agent = new Agent({
+      name: 'Later model trip Session agent',
+      model,
+      tools: [sensitiveTool],
+      toolUseBehavior: 'run_llm_again',
+      outputGuardrails: [{ name: 'blocking output guardrail', execute: () => Promise.resolve({ outputInfo: undefined, tripwireTriggered: true }) }],
+    });
+    const session = await sessionOf(kind);
+    if (mode === 'streamed') {
+      const result = await run(agent, 'input', { session, stream: true });
+      await expect(result.completed).rejects.toBeInstanceOf(OutputGuardrailTripwireTriggered);
+    } else {
+      await expect(run(agent, 'input', { session })).rejects.toBeInstanceOf(OutputGuardrailTripwireTriggered);
+    }
+    const stored = JSON.stringify(await session.getItems());
+    expect(stored).toContain('tool output retained for the model');
+    expect(stored).not.toContain('blocked model output secret');
+    expect(stored).not.toContain('Output withheld by an output guardrail.');
+  });
 });
 
 describe.each(KINDS)('hitlMemorySessionScenario.test.ts › MemorySession HITL scenario on %s', (kind) => {
