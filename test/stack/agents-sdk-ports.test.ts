@@ -1224,6 +1224,170 @@ describe.each(KINDS)('run.outputGuardrailReplaySession.test.ts › output guardr
     expect(await session.getItems()).toEqual(checkpoint);
     expect(JSON.stringify(checkpoint)).not.toContain('cancelled approval guardrail secret');
   });
+  it.each(['non_streamed', 'streamed'] as const)('rejects a legacy persisted partial approval before %s resume side effects', async (mode) => {
+    const firstExecute = vi.fn(() => Promise.resolve('legacy first secret'));
+    const secondExecute = vi.fn(() => Promise.resolve('legacy second secret'));
+    const firstTool = tool({
+      name: 'legacy_first_tool',
+      description: 'Returns the first legacy value.',
+      parameters: z.object({}),
+      needsApproval: true,
+      execute: firstExecute,
+    });
+    const secondTool = tool({
+      name: 'legacy_second_tool',
+      description: 'Returns the second legacy value.',
+      parameters: z.object({}),
+      needsApproval: true,
+      execute: secondExecute,
+    });
+    const model = new ScriptedModel([
+      modelResponse({
+        output: [functionCall('legacy_first_tool', {}, { callId: 'legacy-first' }), functionCall('legacy_second_tool', {}, { callId: 'legacy-second' })],
+        usage: new Usage(),
+      }),
+    ]);
+    const agent = new Agent({
+      name: 'Legacy partial approval agent',
+      model,
+      tools: [firstTool, secondTool],
+      toolUseBehavior: 'stop_on_first_tool',
+      outputGuardrails: [{ name: 'passing legacy output guardrail', execute: () => Promise.resolve({ outputInfo: undefined, tripwireTriggered: false }) }],
+    });
+    const session = await sessionOf(kind);
+    const runOnce = async (
+      input: string | RunState<unknown, typeof agent>,
+      sessionInputCallback?: (history: AgentInputItem[], newItems: AgentInputItem[]) => AgentInputItem[],
+      reasoningItemIdPolicy?: 'preserve' | 'omit',
+    ) => {
+      if (mode === 'streamed') {
+        const result = await run(agent, input, { session, sessionInputCallback, reasoningItemIdPolicy, stream: true });
+        await result.completed;
+        return result;
+      }
+      return run(agent, input, { session, sessionInputCallback, reasoningItemIdPolicy });
+    };
+    const first = await runOnce('Use both legacy tools');
+    first.state.approve(first.interruptions[0]);
+    const partial = await runOnce(first.state);
+    expect(firstExecute).toHaveBeenCalledTimes(1);
+    expect(secondExecute).not.toHaveBeenCalled();
+    partial.state._currentTurnPersistedItemCount = 1;
+    partial.state.approve(partial.interruptions[0]);
+    partial.state.setReasoningItemIdPolicy('preserve');
+    const sessionBefore = structuredClone(await session.getItems());
+    const modelCallCount = model.calls.length;
+    const callback = vi.fn((history: AgentInputItem[], newItems: AgentInputItem[]) => [...history, ...newItems]);
+    await expect(runOnce(partial.state, callback, 'omit')).rejects.toThrow('persisted response ownership cannot be proven');
+    expect(firstExecute).toHaveBeenCalledTimes(1);
+    expect(secondExecute).not.toHaveBeenCalled();
+    expect(model.calls).toHaveLength(modelCallCount);
+    expect(callback).not.toHaveBeenCalled();
+    expect(await session.getItems()).toEqual(sessionBefore);
+    expect(partial.state._reasoningItemIdPolicy).toBe('preserve');
+  });
+  it.each(
+    (['non_streamed', 'streamed'] as const).flatMap((mode) =>
+      (['none', 'before_commit', 'after_commit'] as const).map((failureTiming) => ({ mode, failureTiming })),
+    ),
+  )('persists an input-only blocked $mode transaction with $failureTiming failure', async ({ mode, failureTiming }) => {
+    // The SDK's RetryableInputOnlySession, as a wrapper over either kind: it counts direct writes, records each
+    // transaction, and fails the first one once, before or after the session commits it.
+    const inner = await sessionOf(kind);
+    const operationIds: string[] = [];
+    const transactionItems: AgentInputItem[][] = [];
+    let directWrites = 0;
+    let faultsInjected = 0;
+    let shouldFail = failureTiming !== 'none';
+    const session = new Proxy(inner, {
+      get(target, property) {
+        if (property === 'addItems')
+          return (items: AgentInputItem[]) => {
+            directWrites += 1;
+            return target.addItems(items);
+          };
+        if (property === 'applyHistoryTransaction')
+          return async (args: SessionHistoryTransactionArgs) => {
+            operationIds.push(args.operationId);
+            if (args.transaction.type !== 'append_items') throw new Error('Expected an input-only append transaction.');
+            transactionItems.push(structuredClone(args.transaction.items));
+            if (shouldFail && failureTiming === 'before_commit') {
+              shouldFail = false;
+              faultsInjected += 1;
+              throw new Error('input-only transaction failed before commit');
+            }
+            await target.applyHistoryTransaction(args);
+            if (shouldFail && failureTiming === 'after_commit') {
+              shouldFail = false;
+              faultsInjected += 1;
+              throw new Error('input-only transaction failed after commit');
+            }
+          };
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const executeTool = vi.fn(() => Promise.resolve('discarded terminal tool secret'));
+    const terminalTool = tool({
+      name: 'discarded_response_tool',
+      description: 'Returns output from a response that cannot be rebuilt.',
+      parameters: z.object({}),
+      execute: executeTool,
+    });
+    const model = new ScriptedModel([
+      modelResponse({
+        output: [assistantMessage('discarded assistant response secret'), functionCall('discarded_response_tool', {}, { callId: 'discarded-response-call' })],
+        usage: new Usage(),
+      }),
+    ]);
+    const agent = new Agent({
+      name: 'Input-only blocked transaction agent',
+      model,
+      tools: [terminalTool],
+      toolUseBehavior: 'stop_on_first_tool',
+      outputGuardrails: [{ name: 'reject unsafe mixed terminal response', execute: () => Promise.resolve({ outputInfo: undefined, tripwireTriggered: true }) }],
+    });
+    const invoke = async (input: string | RunState<unknown, typeof agent>) => {
+      if (mode === 'streamed') {
+        const result = await run(agent, input, { session, stream: true });
+        await result.completed;
+        return;
+      }
+      await run(agent, input, { session });
+    };
+
+    const tripwire = await invoke('preserve the discarded response input').then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(tripwire).toBeInstanceOf(OutputGuardrailTripwireTriggered);
+    expect(executeTool).toHaveBeenCalledTimes(1);
+    expect(model.calls).toHaveLength(1);
+    expect(directWrites).toBe(0);
+    expect(operationIds).toHaveLength(1);
+    expect(transactionItems[0]).toHaveLength(1);
+    expect(JSON.stringify(transactionItems[0])).toContain('preserve the discarded response input');
+    expect(JSON.stringify(transactionItems[0])).not.toContain('discarded terminal tool secret');
+    expect(JSON.stringify(transactionItems[0])).not.toContain('discarded assistant response secret');
+
+    if (failureTiming !== 'none') {
+      expect(faultsInjected).toBe(1);
+      const state = (tripwire as OutputGuardrailTripwireTriggered<never>).state;
+      expect(state?._pendingSessionHistoryTransaction).toBeDefined();
+      await expect(invoke(state as RunState<unknown, typeof agent>)).rejects.toBeInstanceOf(OutputGuardrailTripwireTriggered);
+      expect(operationIds).toHaveLength(2);
+      expect(operationIds[1]).toBe(operationIds[0]);
+    }
+
+    const persisted = await session.getItems();
+    expect(persisted).toHaveLength(1);
+    expect(JSON.stringify(persisted)).toContain('preserve the discarded response input');
+    expect(JSON.stringify(persisted)).not.toContain('discarded terminal tool secret');
+    expect(JSON.stringify(persisted)).not.toContain('discarded assistant response secret');
+    expect(directWrites).toBe(0);
+    expect(executeTool).toHaveBeenCalledTimes(1);
+    expect(model.calls).toHaveLength(1);
+  });
 });
 
 describe.each(KINDS)('hitlMemorySessionScenario.test.ts › MemorySession HITL scenario on %s', (kind) => {
