@@ -22,8 +22,18 @@
  *   of the runner's writes over either kind, and most cases also read back what was stored;
  *   its ReasoningPreservingSession is the session given `preserveReasoningItemIdsForPersistence`;
  *   its StreamingModel is the same three scripted responses;
- * - run.outputGuardrailReplaySession: only its first table (terminal tools × modes ×
- *   tripwire); the input-only blocked transaction cases subclass MemorySession itself.
+ * - run.outputGuardrailReplaySession: nine of its eleven tables are here. Where the SDK uses
+ *   its plain AppendOnlySession or subclasses MemorySession to record or to fail a write, the
+ *   port runs the session of each kind, wrapped where it must record or fail. Left out:
+ *   `does not create an empty blocked-output transaction` (it calls the runner's internal
+ *   saveToSession / saveStreamResultToSession, which the package does not export);
+ *   `handles a serialized $mode partial approval with a $verdict outcome` (it needs a session
+ *   without applyHistoryTransaction: on one with it, MemorySession 0.20.0 included,
+ *   RunState.fromString refuses the state, "Serialized output guardrail session transaction
+ *   authority cannot be resumed safely", and CompactingSession always has it); and the
+ *   `streamed` variant of `resumes a later call-only approval after an earlier $mode tool
+ *   result` (on MemorySession 0.20.0 the resumed write throws "Resumed Session write items
+ *   do not match their canonical RunState owners.").
  * hitlMemorySessionScenario.test.ts is ported whole: for CompactingSession the "rehydrated"
  * session is a second object opened on the same lineage (what another process would open).
  * Every case here passes on the SDK's MemorySession at the installed version (0.20.0).
