@@ -15,7 +15,7 @@ import type { Pool } from 'pg';
 import { type CompactResultWithTranscript, SessionsClient } from '../../src/client';
 import { DIALECT_NAMES, type DialectName, dialectOf, type Message } from '../../src/compaction/dialects';
 import { loadConfig, PROJECT_ROOT } from '../../src/config';
-import { InvalidInputError, SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
+import { InvalidInputError, LineageErasedError, SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
 import { readWithRetry } from '../../src/db/database';
 import { auditRows } from '../../src/db/session-store';
 import { compactSignal, compactUpdate, lineageWorkflowId } from '../../src/workflows/contract';
@@ -1259,4 +1259,270 @@ export async function badInput(size: {
     await extractive?.close();
     await stack.close();
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. Lineage churn: erase and re-create under a slow summary, and two retention batches at once.
+
+export type ChurnRow = ReliabilityRow & {
+  /** Per cycle: what showed that its faults landed, and what the test's own SQL found in the new lineage. */
+  cycles: Array<{
+    oldJob?: string;
+    oldJobReason?: string;
+    staleWritesRefused: number;
+    oldWriterAppendsBefore: number;
+    leaks: string[];
+  }>;
+  /** Errors the old writers got that were not typed (LineageErasedError, SessionNotFoundError). */
+  untyped: string[];
+  retention: { firstBatch: number; secondBatch: number; secondOverlapped: boolean; secondWaitedOnLock: boolean; gaps: Record<string, number> };
+  afterChurn?: string;
+};
+
+/** The lineage's messages (own SQL, by session id and sequence number), canonical. */
+async function bodiesOf(pool: Pool, lineageId: string): Promise<string[]> {
+  const { rows } = await pool.query<{ body: unknown }>(
+    `select m.body from messages m join sessions s on s.id = m.session_id where s.lineage_id = $1 order by s.id, m.seq`,
+    [lineageId],
+  );
+  return rows.map((r) => canonical(r.body));
+}
+
+/** Sequence numbers of a lineage neither stored nor inside a pruned range (the SQL of test/stack/retention-serial.test.ts). */
+async function gapsOf(pool: Pool, lineageId: string): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `select count(*)::int as n from generate_series(1, (select appended_count from lineages where id = $1)) g(seq)
+     where not exists (select 1 from messages m join sessions s on s.id = m.session_id where s.lineage_id = $1 and m.lineage_seq = g.seq)
+       and not exists (select 1 from pruned_messages p where p.lineage_id = $1 and g.seq between p.from_seq and p.to_seq)`,
+    [lineageId],
+  );
+  return rows[0].n;
+}
+
+/**
+ * One lineage id erased and created again `cycles` times, each while a forced compaction's
+ * summary is still running (the LLM answers after 4 s) and old writers (a client that learnt
+ * the incarnation) keep appending: the erase and re-creation go through raw SQL, as another
+ * process would, so the workflow and its activity run on and the old job reaches its commit
+ * against the new lineage. Then two retention batches at once over lineages whose rotations
+ * left ended sessions, the first held open in its transaction while the second is sent.
+ */
+export async function lineageChurn(size: { cycles: number; writers: number; retentionLineages: number }): Promise<ChurnRow> {
+  const stack = await startChaosStack('churn');
+  const pool = stack.db.pool;
+  const untyped: string[] = [];
+  const cycles: ChurnRow['cycles'] = [];
+  const callers = new Callers();
+  try {
+    await stack.startWorker();
+    const id = 'ch-churn';
+    // The first incarnation, created and filled by another process.
+    await pool.query('select session_create($1)', [id]);
+    await pool.query('select session_append($1, $2::jsonb)', [id, JSON.stringify(historyFor('openai-chat', 500))]);
+    const started = Date.now();
+    for (let c = 0; c < size.cycles; c++) {
+      const cycle: ChurnRow['cycles'][number] = { staleWritesRefused: 0, oldWriterAppendsBefore: 0, leaks: [] };
+      cycles.push(cycle);
+      // The old writer learns this incarnation with a keyed append (acknowledged).
+      const oldWriter = await SessionsClient.connect({ config: stack.config, database: stack.db });
+      try {
+        const keyed = stepTurn('openai-chat', `ch-old-${c}/keyed`, `call_old_${c}`, 0);
+        await oldWriter.append(id, keyed, { appendKey: `ch-old-${c}-turn` });
+        stack.llm.script({ delayMs: 4000, text: `OLD-JOB-${c}: the user asked for a deploy plan; the tests passed.` });
+        const requestsBefore = stack.llm.requests.length;
+        const job = callers.send(() => oldWriter.compactAnswer(id, { force: true }) as Promise<CompactResultWithTranscript>);
+        await stack.llm.waitForRequests(requestsBefore + 1);
+        // Old writers append on across the erase and re-creation.
+        let writing = true;
+        let recreated = false;
+        const writers = Array.from({ length: size.writers }, async (_, w) => {
+          for (let n = 0; writing; n++) {
+            try {
+              await oldWriter.append(id, stepTurn('openai-chat', `ch-old-${c}/w${w}/${n}`, `call_old_${c}_${w}`, n));
+              if (!recreated) cycle.oldWriterAppendsBefore++;
+            } catch (error) {
+              if (error instanceof LineageErasedError) cycle.staleWritesRefused++;
+              // Between the erase and the re-creation the id names no lineage (SessionNotFoundError): typed too.
+              else if (!(error instanceof SessionCompactionError))
+                untyped.push(`cycle ${c}, old writer ${w}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
+            }
+            await sleep(50);
+          }
+        });
+        await sleep(300);
+        const { rows: learnt } = await pool.query<{ incarnation: string }>('select incarnation from lineages where id = $1', [id]);
+        // Erased and created again by another process while the summary runs, then filled.
+        await pool.query('select session_erase($1, true)', [id]);
+        await pool.query('select session_create($1)', [id]);
+        recreated = true;
+        const fresh: Message[][] = [historyFor('openai-chat', 600 + c)];
+        for (let n = 0; n < 3; n++) fresh.push(stepTurn('openai-chat', `ch-new-${c}/${n}`, `call_new_${c}`, n));
+        for (const batch of fresh) await pool.query('select session_append($1, $2::jsonb)', [id, JSON.stringify(batch)]);
+        await sleep(300);
+        writing = false;
+        await Promise.all(writers);
+        // A raw SQL append naming the old incarnation (as any client in any language holds it): SC411.
+        const rawStale = await pool
+          .query('select session_append($1, $2::jsonb, p_incarnation => $3)', [
+            id,
+            JSON.stringify(stepTurn('openai-chat', `ch-old-${c}/sql`, `call_old_${c}_sql`, 1)),
+            learnt[0].incarnation,
+          ])
+          .then(
+            () => 'accepted',
+            (error: Error & { code?: string }) => error.code ?? error.message,
+          );
+        if (rawStale === 'SC411') cycle.staleWritesRefused++;
+        else untyped.push(`cycle ${c}: a raw SQL append naming the erased incarnation: ${rawStale}`);
+        // The keyed resend of the batch acknowledged before the erase, a pop-and-replace, a compaction.
+        for (const call of [
+          () => oldWriter.append(id, keyed, { appendKey: `ch-old-${c}-turn` }),
+          () => oldWriter.replaceTail(id, { count: 1, replacement: [{ role: 'user', content: `ch-old-${c}: redo {"retry":1}` }] }),
+          () => oldWriter.compact(id, { force: true }),
+        ]) {
+          try {
+            await call();
+            untyped.push(`cycle ${c}: an old writer's call was accepted after the re-creation`);
+          } catch (error) {
+            if (error instanceof LineageErasedError) cycle.staleWritesRefused++;
+            else untyped.push(`cycle ${c}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
+          }
+        }
+        const answer = await job;
+        cycle.oldJob = answer?.outcome;
+        cycle.oldJobReason = answer?.reason;
+        // Own SQL: the new lineage holds exactly what was appended to it, and no trace of the old job or writers.
+        const expected = fresh.flat().map(canonical);
+        const stored = await bodiesOf(pool, id);
+        if (JSON.stringify(stored) !== JSON.stringify(expected))
+          cycle.leaks.push(`the new lineage holds ${stored.length} rows, ${expected.length} were appended to it`);
+        const old = stored.filter((b) => b.includes(`ch-old-${c}`) || b.includes(`OLD-JOB-${c}`));
+        if (old.length) cycle.leaks.push(`${old.length} rows of the old incarnation: ${old[0].slice(0, 120)}`);
+        const { rows } = await pool.query<{ compactions: number; sessions: number; keys: number; generation: number }>(
+          `select (select count(*) from compactions where lineage_id = $1)::int as compactions,
+                  (select count(*) from sessions where lineage_id = $1)::int as sessions,
+                  (select count(*) from append_keys where lineage_id = $1)::int as keys,
+                  (select generation from lineages where id = $1) as generation`,
+          [id],
+        );
+        if (JSON.stringify(rows[0]) !== JSON.stringify({ compactions: 0, sessions: 1, keys: 0, generation: 0 }))
+          cycle.leaks.push(`the new lineage's rows: ${JSON.stringify(rows[0])}`);
+      } finally {
+        await oldWriter.close();
+      }
+    }
+    const recovery = Date.now() - started;
+    // The last incarnation compacts (a client that never wrote to an erased one).
+    const newWriter = await SessionsClient.connect({ config: stack.config, database: stack.db });
+    let afterChurn: string | undefined;
+    try {
+      stack.llm.setDefault({});
+      const answer = await callers.send(() => newWriter.compact(id, { force: true }));
+      afterChurn = answer?.outcome;
+    } finally {
+      await newWriter.close();
+    }
+
+    // Two retention batches at once, over lineages whose rotations left ended sessions.
+    const grown = Array.from({ length: size.retentionLineages }, (_, i) => `ch-ret-${i}`);
+    await Promise.all(
+      grown.map(async (lineage, i) => {
+        await stack.client.createSession({ sessionId: lineage });
+        for (let r = 0; r < 3; r++) {
+          const { sessionId: head } = await stack.client.append(lineage, historyFor('openai-chat', 700 + 10 * i + r).slice(r === 0 ? 0 : 1), {
+            appendKey: `${lineage}-batch-${r}`,
+          });
+          const answer = await callers.send(() => stack.client.compact(head, { force: true }));
+          if (answer?.outcome !== 'compacted') untyped.push(`${lineage}: compaction ${r}: ${answer?.outcome} ${answer?.reason ?? ''}`);
+        }
+      }),
+    );
+    const retention = await concurrentRetention(pool, grown);
+    console.log(`lineage churn: ${JSON.stringify({ cycles, retention, afterChurn })}`);
+    return {
+      ...(await row(
+        stack,
+        {
+          scenario: 'lineage churn',
+          faults: `${size.cycles} erase-and-recreate cycles (raw SQL) under a 4 s summary with ${size.writers} old writers; 2 retention batches at once over ${size.retentionLineages} lineages`,
+          recoverySeconds: seconds(recovery),
+          evidence: {
+            staleJobs: cycles.filter((c) => c.oldJob === 'stale').length,
+            staleWritesRefused: cycles.reduce((n, c) => n + c.staleWritesRefused, 0),
+            secondBatchOverlapped: retention.secondOverlapped,
+          },
+        },
+        callers,
+      )),
+      cycles,
+      untyped,
+      retention,
+      afterChurn,
+    };
+  } finally {
+    await stack.close();
+  }
+}
+
+const ENDED_NOW = JSON.stringify({ endedSessionDays: 0 });
+
+/**
+ * Two retention batches at once: batch A deletes the ended sessions' rows up to the first copy
+ * of a message copied into two ended sessions and holds its transaction open; batch B, sent
+ * meanwhile, would take the rest (the other copy). One batch at a time, B waits on the
+ * retention lock until A commits; without it, each sees the other's copy and neither records
+ * the message as pruned. Gaps are counted with the test's own SQL.
+ */
+async function concurrentRetention(pool: Pool, lineages: string[]): Promise<ChurnRow['retention']> {
+  const split = (
+    await pool.query<{ first: string }>(
+      `select min(m.id)::text as first from messages m join sessions s on s.id = m.session_id
+       where s.lineage_id = any($1) and m.lineage_seq is not null
+       group by s.lineage_id, m.lineage_seq having count(*) >= 2 and bool_and(s.ended_at is not null)
+       order by min(m.id) limit 1`,
+      [lineages],
+    )
+  ).rows[0];
+  const result: ChurnRow['retention'] = { firstBatch: 0, secondBatch: 0, secondOverlapped: false, secondWaitedOnLock: false, gaps: {} };
+  if (!split) return result;
+  const { rows } = await pool.query<{ n: number }>(
+    `select count(*)::int as n from messages m join sessions s on s.id = m.session_id where s.ended_at is not null and m.id <= $1`,
+    [split.first],
+  );
+  const a = await pool.connect();
+  const b = await pool.connect();
+  try {
+    await a.query('begin');
+    const first = await a.query<{ r: { messages: number } }>('select retention_prune($1::jsonb, $2::integer) as r', [ENDED_NOW, rows[0].n]);
+    result.firstBatch = first.rows[0].r.messages;
+    const bPid = (await b.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0].pid;
+    await b.query('begin');
+    let bDone = false;
+    const second = b
+      .query<{ r: { messages: number } }>('select retention_prune($1::jsonb, $2::integer) as r', [ENDED_NOW, 100_000])
+      .finally(() => (bDone = true));
+    // B overlaps A: it is waiting (on the retention lock, or on A's rows without it) while A is open.
+    for (const deadline = Date.now() + 30_000; !bDone && Date.now() < deadline;) {
+      const waits = await pool.query<{ advisory: number; any: number }>(
+        `select count(*) filter (where locktype = 'advisory')::int as advisory, count(*)::int as any from pg_locks where not granted and pid = $1`,
+        [bPid],
+      );
+      if (waits.rows[0].any > 0) {
+        result.secondOverlapped = true;
+        result.secondWaitedOnLock = waits.rows[0].advisory > 0;
+        break;
+      }
+      await sleep(20);
+    }
+    await a.query('commit');
+    result.secondBatch = (await second).rows[0].r.messages;
+    await b.query('commit');
+  } finally {
+    await a.query('rollback').catch(() => undefined);
+    await b.query('rollback').catch(() => undefined);
+    a.release();
+    b.release();
+  }
+  for (const lineage of lineages) result.gaps[lineage] = await gapsOf(pool, lineage);
+  return result;
 }
