@@ -1275,7 +1275,14 @@ export type ChurnRow = ReliabilityRow & {
   }>;
   /** Errors the old writers got that were not typed (LineageErasedError, SessionNotFoundError). */
   untyped: string[];
-  retention: { firstBatch: number; secondBatch: number; secondOverlapped: boolean; secondWaitedOnLock: boolean; gaps: Record<string, number> };
+  retention: {
+    firstBatch: number;
+    secondBatch: number;
+    /** B was sent while A's transaction was open (holding its deleted rows). */
+    secondOverlapped: boolean;
+    secondWaitedOnLock: boolean;
+    gaps: Record<string, number>;
+  };
   afterChurn?: string;
 };
 
@@ -1301,7 +1308,7 @@ async function gapsOf(pool: Pool, lineageId: string): Promise<number> {
 
 /**
  * One lineage id erased and created again `cycles` times, each while a forced compaction's
- * summary is still running (the LLM answers after 4 s) and old writers (a client that learnt
+ * summary is still streaming (until the cycle's erase, re-creation and stale calls are done) and old writers (a client that learnt
  * the incarnation) keep appending: the erase and re-creation go through raw SQL, as another
  * process would, so the workflow and its activity run on and the old job reaches its commit
  * against the new lineage. Then two retention batches at once over lineages whose rotations
@@ -1325,10 +1332,13 @@ export async function lineageChurn(size: { cycles: number; writers: number; rete
       cycles.push(cycle);
       // The old writer learns this incarnation with a keyed append (acknowledged).
       const oldWriter = await SessionsClient.connect({ config: stack.config, database: stack.db });
+      let releaseSummary: (() => void) | undefined;
       try {
         const keyed = stepTurn('openai-chat', `ch-old-${c}/keyed`, `call_old_${c}`, 0);
         await oldWriter.append(id, keyed, { appendKey: `ch-old-${c}-turn` });
-        stack.llm.script({ delayMs: 4000, text: `OLD-JOB-${c}: the user asked for a deploy plan; the tests passed.` });
+        // The old job's summary streams on until this cycle's erase, re-creation and stale calls are done.
+        const summaryHeld = new Promise<void>((resolve) => (releaseSummary = resolve));
+        stack.llm.script({ streamUntil: summaryHeld, text: `OLD-JOB-${c}: the user asked for a deploy plan; the tests passed.` });
         const requestsBefore = stack.llm.requests.length;
         const job = callers.send(() => oldWriter.compactAnswer(id, { force: true }) as Promise<CompactResultWithTranscript>);
         await stack.llm.waitForRequests(requestsBefore + 1);
@@ -1388,6 +1398,7 @@ export async function lineageChurn(size: { cycles: number; writers: number; rete
             else untyped.push(`cycle ${c}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
           }
         }
+        releaseSummary?.();
         const answer = await job;
         cycle.oldJob = answer?.outcome;
         cycle.oldJobReason = answer?.reason;
@@ -1408,6 +1419,7 @@ export async function lineageChurn(size: { cycles: number; writers: number; rete
         if (JSON.stringify(rows[0]) !== JSON.stringify({ compactions: 0, sessions: 1, keys: 0, generation: 0 }))
           cycle.leaks.push(`the new lineage's rows: ${JSON.stringify(rows[0])}`);
       } finally {
+        releaseSummary?.();
         await oldWriter.close();
       }
     }
@@ -1444,7 +1456,7 @@ export async function lineageChurn(size: { cycles: number; writers: number; rete
         stack,
         {
           scenario: 'lineage churn',
-          faults: `${size.cycles} erase-and-recreate cycles (raw SQL) under a 4 s summary with ${size.writers} old writers; 2 retention batches at once over ${size.retentionLineages} lineages`,
+          faults: `${size.cycles} erase-and-recreate cycles (raw SQL) under a streaming summary with ${size.writers} old writers; 2 retention batches at once over ${size.retentionLineages} lineages`,
           recoverySeconds: seconds(recovery),
           evidence: {
             staleJobs: cycles.filter((c) => c.oldJob === 'stale').length,
@@ -1501,15 +1513,12 @@ async function concurrentRetention(pool: Pool, lineages: string[]): Promise<Chur
     const second = b
       .query<{ r: { messages: number } }>('select retention_prune($1::jsonb, $2::integer) as r', [ENDED_NOW, 100_000])
       .finally(() => (bDone = true));
-    // B overlaps A: it is waiting (on the retention lock, or on A's rows without it) while A is open.
+    // B is sent while A's transaction is open; one batch at a time, it waits on the retention lock.
+    result.secondOverlapped = !bDone;
     for (const deadline = Date.now() + 30_000; !bDone && Date.now() < deadline;) {
-      const waits = await pool.query<{ advisory: number; any: number }>(
-        `select count(*) filter (where locktype = 'advisory')::int as advisory, count(*)::int as any from pg_locks where not granted and pid = $1`,
-        [bPid],
-      );
-      if (waits.rows[0].any > 0) {
-        result.secondOverlapped = true;
-        result.secondWaitedOnLock = waits.rows[0].advisory > 0;
+      const waits = await pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted and pid = $1`, [bPid]);
+      if (waits.rows[0].n > 0) {
+        result.secondWaitedOnLock = true;
         break;
       }
       await sleep(20);
