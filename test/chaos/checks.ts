@@ -108,7 +108,11 @@ export function expectBadInput(row: BadInputRow) {
     expect(d.refusedByClient, dialect).toBeGreaterThanOrEqual(sites * HOSTILE_KINDS.length + MARKER_SPACES.length + mistakes + 10 * HOSTILE_KINDS.length);
     expect(d.refusedBySql, dialect).toBeGreaterThanOrEqual(sites + MARKER_SPACES.length + mistakes + 2 + 4);
     expect(d.sqlStates.SC400, dialect).toBeGreaterThanOrEqual(MARKER_SPACES.length + mistakes + 4);
+    // The database refused the batches carrying its full-disk probe (the fault landed), as DatabaseQueryError.
+    expect(d.refusedByDatabase, dialect).toBe(2);
   }
+  // Every error the library answered was searched for the value the fuzz sent (untyped, above, lists any that held it).
+  expect(row.errorsSearched).toBeGreaterThan(0);
 }
 
 export function expectChurn(row: ChurnRow, cycles: number) {

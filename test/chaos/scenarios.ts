@@ -15,7 +15,7 @@ import type { Pool } from 'pg';
 import { type CompactResultWithTranscript, SessionsClient } from '../../src/client';
 import { DIALECT_NAMES, type DialectName, dialectOf, type Message } from '../../src/compaction/dialects';
 import { loadConfig, PROJECT_ROOT } from '../../src/config';
-import { InvalidInputError, LineageErasedError, SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
+import { DatabaseQueryError, InvalidInputError, LineageErasedError, SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
 import { readWithRetry } from '../../src/db/database';
 import { auditRows } from '../../src/db/session-store';
 import { compactSignal, compactUpdate, lineageWorkflowId } from '../../src/workflows/contract';
@@ -669,6 +669,8 @@ function badCompactOptions(r: ReturnType<typeof prng>): Record<string, unknown> 
 
 /** What the fuzzer proved for one dialect. */
 interface DialectFuzzResult {
+  /** Library calls the database refused (a full disk: SQLSTATE 53100) that reached the caller as DatabaseQueryError. */
+  refusedByDatabase: number;
   /** Hostile calls at this dialect's lineage refused by the client with a typed error (naming the field where the case knows it). */
   refusedByClient: number;
   /** Batches refused through raw SQL (SC400 naming the field, or a data exception for text Postgres cannot hold), nothing written. */
@@ -687,7 +689,39 @@ interface DialectFuzzResult {
   providerRefusals: string[];
 }
 
-export type BadInputRow = ReliabilityRow & { typed: number; untyped: string[]; dialects: Record<DialectName, DialectFuzzResult> };
+export type BadInputRow = ReliabilityRow & {
+  typed: number;
+  untyped: string[];
+  /** Typed errors of library calls whose whole text (message, stack, properties, cause chain) was searched for SENT_VALUE. */
+  errorsSearched: number;
+  dialects: Record<DialectName, DialectFuzzResult>;
+};
+
+/**
+ * A value every fuzzed batch carries in its fine messages (a ticket and a card number, as a
+ * user pastes them): no error the library answers a refused call with may hold it, in its
+ * message or anywhere in its cause chain (issue 33, point 5: drizzle's message held every
+ * parameter). Raw SQL refusals are Postgres's own (its JSON parser quotes the input) and not searched.
+ */
+export const SENT_VALUE = 'fz-sent-value: ticket INV-1042, card 4111 1111 1111 1111';
+/** A fine message of the dialect that carries SENT_VALUE. */
+const sent = (dialect: DialectName) => base(dialect, `${SENT_VALUE} {"step":"checkout","ok":true}`);
+
+/** Every string reachable from `error`: its message, stack, own properties and its whole cause chain (as test/stack/secrets-in-errors.test.ts). */
+function everythingIn(error: unknown): string {
+  const seen = new Set<unknown>();
+  const parts: string[] = [];
+  const visit = (value: unknown, depth: number) => {
+    if (depth > 8 || value === null || value === undefined || seen.has(value)) return;
+    if (typeof value === 'string') return void parts.push(value);
+    if (typeof value !== 'object') return void parts.push(String(value));
+    seen.add(value);
+    if (value instanceof Error) parts.push(value.message, value.stack ?? '');
+    for (const key of Object.getOwnPropertyNames(value)) visit((value as Record<string, unknown>)[key], depth + 1);
+  };
+  visit(error, 0);
+  return parts.join('\n');
+}
 
 /** Code points, for case names: `U+00A0 U+FEFF`. */
 const codePoints = (s: string) => [...s].map((c) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`).join(' ');
@@ -723,12 +757,14 @@ const isTypedUpdateFailure = (error: unknown): error is WorkflowUpdateFailedErro
 /** The fuzzer's book: every case ends typed (refused, naming its field) or answered; anything else is written down. */
 class Fuzz {
   typed = 0;
+  errorsSearched = 0;
   readonly untyped: string[] = [];
   readonly callers = new Callers();
   readonly dialects = Object.fromEntries(
     DIALECT_NAMES.map((d): [DialectName, DialectFuzzResult] => [
       d,
       {
+        refusedByDatabase: 0,
         refusedByClient: 0,
         refusedBySql: 0,
         sqlStates: {},
@@ -748,7 +784,7 @@ class Fuzz {
   ) {}
 
   /** A call that must be refused with a typed error; with `field`, an InvalidInputError (or a typed Update failure) naming it. */
-  async refused(what: string, call: () => Promise<unknown>, expected: { field?: string; dialect?: DialectName } = {}): Promise<void> {
+  async refused(what: string, call: () => Promise<unknown>, expected: { field?: string; dialect?: DialectName; sqlState?: string } = {}): Promise<void> {
     this.callers.requests++;
     let error: unknown;
     try {
@@ -759,8 +795,19 @@ class Fuzz {
       error = e;
     }
     this.callers.answered++;
+    this.errorsSearched++;
+    if (everythingIn(error).includes(SENT_VALUE)) this.untyped.push(`${what}: the error holds a value the call sent (${(error as Error).name})`);
     if (!(error instanceof SessionCompactionError) && !isTypedUpdateFailure(error)) {
       this.untyped.push(`${what}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
+      return;
+    }
+    if (expected.sqlState !== undefined) {
+      if (!(error instanceof DatabaseQueryError) || error.code !== expected.sqlState) {
+        this.untyped.push(`${what}: ${(error as Error).name}: ${(error as Error).message} (expected DatabaseQueryError ${expected.sqlState})`.slice(0, 300));
+        return;
+      }
+      this.typed++;
+      if (expected.dialect) this.dialects[expected.dialect].refusedByDatabase++;
       return;
     }
     if (expected.field !== undefined) {
@@ -869,7 +916,7 @@ async function fuzzEveryCase(
     for (const [i, site] of hostileSites(dialect).entries()) {
       for (const [j, bad] of hostile.entries()) {
         const { message, field } = site.build(bad);
-        const batch = [base(dialect), message];
+        const batch = [sent(dialect), message];
         const what = `${dialect}: ${codePoints(bad)} in ${site.name}`;
         await fz.refused(what, () => stack.client.append(id, batch), { field: `messages[1]${field}`, dialect });
         if (exhaustive || j === (i + t) % hostile.length) await fz.sqlRefused(what, dialect, id, sqlAppend(id, batch), 'text-rule');
@@ -878,7 +925,7 @@ async function fuzzEveryCase(
     const forged = forgedSites(dialect);
     for (const [i, space] of MARKER_SPACES.entries()) {
       for (const site of exhaustive ? forged : [forged[(i + t) % forged.length]]) {
-        const batch = [base(dialect), forgedMessage(site, space)];
+        const batch = [sent(dialect), forgedMessage(site, space)];
         const what = `${dialect}: a summary marker behind ${codePoints(space)} in ${site.name}`;
         const field = `messages[1]${forgedField(dialect)}`;
         await fz.refused(what, () => stack.client.append(id, batch), { field, dialect });
@@ -886,7 +933,7 @@ async function fuzzEveryCase(
       }
     }
     for (const mistake of structuralMistakes(dialect)) {
-      const batch = [base(dialect), mistake];
+      const batch = [sent(dialect), mistake];
       const what = `${dialect}: ${JSON.stringify(mistake)}`;
       await fz.refused(what, () => stack.client.append(id, batch), { dialect });
       await fz.sqlRefused(what, dialect, id, sqlAppend(id, batch), { fieldUnder: 'messages[1]' });
@@ -896,8 +943,8 @@ async function fuzzEveryCase(
       const what = (field: string) => `${dialect}: ${codePoints(bad)} in ${field}`;
       await fz.refused(what('requestId'), () => stack.client.compact(id, { requestId: s }), { field: 'requestId', dialect });
       await fz.refused(what('focusTopic'), () => stack.client.compact(id, { focusTopic: s }), { field: 'focusTopic', dialect });
-      await fz.refused(what('appendKey'), () => stack.client.append(id, [base(dialect)], { appendKey: s }), { field: 'appendKey', dialect });
-      await fz.refused(what('the session id of an append'), () => stack.client.append(`fz${s}`, [base(dialect)]), { field: 'sessionId', dialect });
+      await fz.refused(what('appendKey'), () => stack.client.append(id, [sent(dialect)], { appendKey: s }), { field: 'appendKey', dialect });
+      await fz.refused(what('the session id of an append'), () => stack.client.append(`fz${s}`, [sent(dialect)]), { field: 'sessionId', dialect });
       await fz.refused(what('source'), () => stack.client.createSession({ sessionId: `fz-new-${dialect}`, dialect, source: s }), { field: 'source', dialect });
       await fz.refused(what('model'), () => stack.client.createSession({ sessionId: `fz-new-${dialect}`, dialect, model: s }), { field: 'model', dialect });
       await fz.refused(what('a new session id'), () => stack.client.createSession({ sessionId: `fz${s}`, dialect }), { field: 'sessionId', dialect });
@@ -918,7 +965,7 @@ async function fuzzEveryCase(
       }
     }
     // Text parameters through SQL: Postgres cannot receive a NUL at all.
-    await fz.sqlRefused(`${dialect}: U+0000 in an append key`, dialect, id, sqlAppend(id, [base(dialect)], 'key\u0000'), 'text-rule');
+    await fz.sqlRefused(`${dialect}: U+0000 in an append key`, dialect, id, sqlAppend(id, [sent(dialect)], 'key\u0000'), 'text-rule');
     await fz.sqlRefused(
       `${dialect}: U+0000 in a source`,
       dialect,
@@ -931,7 +978,7 @@ async function fuzzEveryCase(
       `${dialect}: a token count of 2^31-1`,
       dialect,
       id,
-      { text: 'select session_append($1, $2::jsonb, null, $3)', values: [id, JSON.stringify([base(dialect)]), '{2147483647}'] },
+      { text: 'select session_append($1, $2::jsonb, null, $3)', values: [id, JSON.stringify([sent(dialect)]), '{2147483647}'] },
       { field: 'tokenCounts' },
     );
     await fz.sqlRefused(`${dialect}: a 20,000,000-character message`, dialect, id, sqlAppend(id, [base(dialect, 'x'.repeat(20_000_000))]), {
@@ -949,6 +996,15 @@ async function fuzzEveryCase(
         field: 'messages',
       },
     );
+    // A batch the database refuses (a full disk, whose DETAIL quotes the row): the library answers
+    // a DatabaseQueryError holding nothing the batch carried, keyed or not.
+    for (const appendKey of [undefined, `fz-disk-full-${dialect}`]) {
+      await fz.refused(
+        `${dialect}: an append the database refuses${appendKey ? ' (keyed)' : ''}`,
+        () => stack.client.append(id, [sent(dialect), base(dialect, `${DISK_FULL} ${SENT_VALUE}`)], appendKey ? { appendKey } : {}),
+        { dialect, sqlState: '53100' },
+      );
+    }
     await fz.sqlRefused(
       `${dialect}: erasing the open lineage without closing it`,
       dialect,
@@ -957,8 +1013,21 @@ async function fuzzEveryCase(
       { field: 'close' },
     );
   };
-  await Promise.all(targets.map(oneDialect));
+  // The database refuses any message that carries DISK_FULL, as a full disk would, quoting the row.
+  await stack.db.pool.query(`
+    create function fz_disk_full() returns trigger language plpgsql as $$ begin
+      raise exception 'could not extend file: No space left on device' using errcode = '53100', detail = 'Failing row contains ' || new.body::text;
+    end $$;
+    create trigger fz_disk_full before insert on messages for each row when (new.body::text like '%${DISK_FULL}%') execute function fz_disk_full();`);
+  try {
+    await Promise.all(targets.map(oneDialect));
+  } finally {
+    await stack.db.pool.query('drop trigger fz_disk_full on messages; drop function fz_disk_full();');
+  }
 }
+
+/** The text of a message the fuzz's database refuses as a full disk would. */
+const DISK_FULL = 'fz-disk-full';
 
 /**
  * Hostile but valid input, answered by a compaction: turns whose cut points fall inside
@@ -1076,7 +1145,7 @@ export async function badInput(size: {
             }),
           );
         } else if (kind === 2) {
-          const batch: unknown[] = Array.from({ length: 1 + r.int(4) }, () => base(dialect));
+          const batch: unknown[] = Array.from({ length: 1 + r.int(4) }, () => sent(dialect));
           batch.splice(r.int(batch.length + 1), 0, dialect === 'openai-chat' && r.next() < 0.5 ? badMessage(r) : r.pick(structuralMistakes(dialect)));
           await fz.refused(`append(bad ${dialect} batch)`, () =>
             stack.client.append(r.next() < 0.8 ? id : (badSessionId(r) as string), r.next() < 0.9 ? batch : r.pick(ODD_VALUES)),
@@ -1106,7 +1175,7 @@ export async function badInput(size: {
           const site = r.pick(hostileSites(dialect));
           const bad = `${r.pick(['', 'text ', '🙂'])}${r.pick(HOSTILE)}${r.pick(['', ' tail', '👍🏽'])}`;
           const { message, field } = site.build(bad);
-          const batch: unknown[] = Array.from({ length: r.int(4) }, () => base(dialect));
+          const batch: unknown[] = Array.from({ length: r.int(4) }, () => sent(dialect));
           const at = r.int(batch.length + 1);
           batch.splice(at, 0, message);
           const what = `${dialect}: ${codePoints(bad)} in ${site.name}`;
@@ -1116,7 +1185,7 @@ export async function badInput(size: {
           // A forged marker behind any run of white space and format characters.
           const site = r.pick(forgedSites(dialect));
           const space = Array.from({ length: 1 + r.int(3) }, () => r.pick(MARKER_SPACES)).join('');
-          const batch: unknown[] = Array.from({ length: r.int(3) }, () => base(dialect));
+          const batch: unknown[] = Array.from({ length: r.int(3) }, () => sent(dialect));
           const at = r.int(batch.length + 1);
           batch.splice(at, 0, forgedMessage(site, space));
           const what = `${dialect}: a summary marker behind ${codePoints(space)} in ${site.name}`;
@@ -1129,7 +1198,7 @@ export async function badInput(size: {
           const [field, call] = r.pick<[string, () => Promise<unknown>]>([
             ['requestId', () => stack.client.compact(id, { requestId: s })],
             ['focusTopic', () => stack.client.compact(id, { focusTopic: s, force: true })],
-            ['appendKey', () => stack.client.append(id, [base(dialect)], { appendKey: s })],
+            ['appendKey', () => stack.client.append(id, [sent(dialect)], { appendKey: s })],
             ['source', () => stack.client.createSession({ sessionId: `fz-new-${i}`, dialect, source: s })],
             ['model', () => stack.client.createSession({ sessionId: `fz-new-${i}`, dialect, model: s })],
             ['sessionId', () => stack.client.createSession({ sessionId: `fz-${s}`, dialect })],
@@ -1138,7 +1207,7 @@ export async function badInput(size: {
           ]);
           await fz.refused(`${dialect}: ${codePoints(s)} in ${field}`, call, { field, dialect });
         } else {
-          const batch = [base(dialect), r.pick(structuralMistakes(dialect))];
+          const batch = [sent(dialect), r.pick(structuralMistakes(dialect))];
           await fz.sqlRefused(`${dialect}: ${JSON.stringify(batch[1])}`, dialect, id, sqlAppend(id, batch), { fieldUnder: 'messages[1]' });
         }
       }
@@ -1254,7 +1323,7 @@ export async function badInput(size: {
       },
       fz.callers,
     );
-    return { ...base_, errorsToCallers: fz.untyped.length, typed: fz.typed, untyped: fz.untyped, dialects: fz.dialects };
+    return { ...base_, errorsToCallers: fz.untyped.length, typed: fz.typed, untyped: fz.untyped, errorsSearched: fz.errorsSearched, dialects: fz.dialects };
   } finally {
     await extractive?.close();
     await stack.close();
