@@ -703,7 +703,7 @@ export type BadInputRow = ReliabilityRow & {
  * message or anywhere in its cause chain (issue 33, point 5: drizzle's message held every
  * parameter). Raw SQL refusals are Postgres's own (its JSON parser quotes the input) and not searched.
  */
-export const SENT_VALUE = 'fz-sent-value: ticket INV-1042, card 4111 1111 1111 1111';
+const SENT_VALUE = 'fz-sent-value: ticket INV-1042, card 4111 1111 1111 1111';
 /** A fine message of the dialect that carries SENT_VALUE. */
 const sent = (dialect: DialectName) => base(dialect, `${SENT_VALUE} {"step":"checkout","ok":true}`);
 
