@@ -6,7 +6,7 @@
 import { expect } from 'vitest';
 import { DIALECT_NAMES } from '../../src/compaction/dialects';
 import { HOSTILE_KINDS, hostileSites, MARKER_SPACES, structuralMistakes } from './dialect-shapes';
-import type { BadInputRow, ReliabilityRow, StormRow } from './scenarios';
+import type { BadInputRow, ChurnRow, ReliabilityRow, StormRow } from './scenarios';
 
 /** No fork, orphan, loss or duplicate (the project's audit and our own ledger), every caller answered. */
 export function expectIntact(row: ReliabilityRow) {
@@ -108,5 +108,39 @@ export function expectBadInput(row: BadInputRow) {
     expect(d.refusedByClient, dialect).toBeGreaterThanOrEqual(sites * HOSTILE_KINDS.length + MARKER_SPACES.length + mistakes + 10 * HOSTILE_KINDS.length);
     expect(d.refusedBySql, dialect).toBeGreaterThanOrEqual(sites + MARKER_SPACES.length + mistakes + 2 + 4);
     expect(d.sqlStates.SC400, dialect).toBeGreaterThanOrEqual(MARKER_SPACES.length + mistakes + 4);
+    // The database refused the batches carrying its full-disk probe (the fault landed), as DatabaseQueryError.
+    expect(d.refusedByDatabase, dialect).toBe(2);
   }
+  // Every error the library answered was searched for the value the fuzz sent (untyped, above, lists any that held it).
+  expect(row.errorsSearched).toBeGreaterThan(0);
+}
+
+export function expectChurn(row: ChurnRow, cycles: number) {
+  expect(row.untyped).toEqual([]);
+  expectIntact(row);
+  expect(row.cycles).toHaveLength(cycles);
+  for (const [c, cycle] of row.cycles.entries()) {
+    // Nothing of the old job or the old writers reached the new lineage (own SQL).
+    expect({ cycle: c, leaks: cycle.leaks }).toEqual({ cycle: c, leaks: [] });
+    // The faults landed: the old job, summarising across the erase, reached its commit and was
+    // answered stale; the old writers wrote before the erase and were refused after it
+    // (their loop, the raw SQL append, the keyed resend, replaceTail, compact).
+    expect({ cycle: c, outcome: cycle.oldJob, reason: cycle.oldJobReason }).toMatchObject({
+      cycle: c,
+      outcome: 'stale',
+      reason: expect.stringMatching(/erased/),
+    });
+    expect(cycle.oldWriterAppendsBefore, `cycle ${c}`).toBeGreaterThan(0);
+    expect(cycle.staleWritesRefused, `cycle ${c}`).toBeGreaterThanOrEqual(4);
+  }
+  expect(row.afterChurn).toBe('compacted');
+  // Two retention batches at once: both deleted rows, the second was waiting while the first
+  // was open (on the retention lock), and no sequence number went unrecorded (own SQL).
+  const { retention } = row;
+  expect(retention.firstBatch).toBeGreaterThan(0);
+  expect(retention.secondBatch).toBeGreaterThan(0);
+  expect(retention.secondOverlapped).toBe(true);
+  expect(Object.values(retention.gaps).length).toBeGreaterThan(0);
+  expect(retention.gaps).toEqual(Object.fromEntries(Object.keys(retention.gaps).map((l) => [l, 0])));
+  expect(retention.secondWaitedOnLock).toBe(true);
 }

@@ -5,10 +5,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, it } from 'vitest';
-import { expectBadInput, expectLlmFaults, expectPostgresRestart, expectStorm, expectTemporalKill, expectWorkerKill } from './checks';
+import { expectBadInput, expectChurn, expectLlmFaults, expectPostgresRestart, expectStorm, expectTemporalKill, expectWorkerKill } from './checks';
 import { reliabilityTable } from './report';
 import {
   badInput,
+  lineageChurn,
   llmFaults,
   postgresRestartedMidCommit,
   type ReliabilityRow,
@@ -32,6 +33,8 @@ it('LLM faults', async () => expectLlmFaults(kept(await llmFaults())), 300_000);
 it('worker storm', async () => expectStorm(kept(await workerStorm({ workers: 3, sessions: 12, seconds: 120, seed })), 12), 600_000);
 // Every hostile string in every site, both ways; both non-text requests with both summarisers.
 it('bad input', async () => expectBadInput(kept(await badInput({ iterations: 2000, cliRuns: 20, seed, exhaustive: true }))), 600_000);
+// Five erase-and-recreate cycles with four old writers; retention over four rotated lineages.
+it('lineage churn', async () => expectChurn(kept(await lineageChurn({ cycles: 5, writers: 4, retentionLineages: 4 })), 5), 300_000);
 
 afterAll(() => {
   const table = reliabilityTable(rows);

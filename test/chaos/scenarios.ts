@@ -15,7 +15,7 @@ import type { Pool } from 'pg';
 import { type CompactResultWithTranscript, SessionsClient } from '../../src/client';
 import { DIALECT_NAMES, type DialectName, dialectOf, type Message } from '../../src/compaction/dialects';
 import { loadConfig, PROJECT_ROOT } from '../../src/config';
-import { InvalidInputError, SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
+import { DatabaseQueryError, InvalidInputError, LineageErasedError, SessionCompactionError, USER_ERROR_TYPES } from '../../src/errors';
 import { readWithRetry } from '../../src/db/database';
 import { auditRows } from '../../src/db/session-store';
 import { compactSignal, compactUpdate, lineageWorkflowId } from '../../src/workflows/contract';
@@ -669,6 +669,8 @@ function badCompactOptions(r: ReturnType<typeof prng>): Record<string, unknown> 
 
 /** What the fuzzer proved for one dialect. */
 interface DialectFuzzResult {
+  /** Library calls the database refused (a full disk: SQLSTATE 53100) that reached the caller as DatabaseQueryError. */
+  refusedByDatabase: number;
   /** Hostile calls at this dialect's lineage refused by the client with a typed error (naming the field where the case knows it). */
   refusedByClient: number;
   /** Batches refused through raw SQL (SC400 naming the field, or a data exception for text Postgres cannot hold), nothing written. */
@@ -687,7 +689,39 @@ interface DialectFuzzResult {
   providerRefusals: string[];
 }
 
-export type BadInputRow = ReliabilityRow & { typed: number; untyped: string[]; dialects: Record<DialectName, DialectFuzzResult> };
+export type BadInputRow = ReliabilityRow & {
+  typed: number;
+  untyped: string[];
+  /** Typed errors of library calls whose whole text (message, stack, properties, cause chain) was searched for SENT_VALUE. */
+  errorsSearched: number;
+  dialects: Record<DialectName, DialectFuzzResult>;
+};
+
+/**
+ * A value every fuzzed batch carries in its fine messages (a ticket and a card number, as a
+ * user pastes them): no error the library answers a refused call with may hold it, in its
+ * message or anywhere in its cause chain (issue 33, point 5: drizzle's message held every
+ * parameter). Raw SQL refusals are Postgres's own (its JSON parser quotes the input) and not searched.
+ */
+const SENT_VALUE = 'fz-sent-value: ticket INV-1042, card 4111 1111 1111 1111';
+/** A fine message of the dialect that carries SENT_VALUE. */
+const sent = (dialect: DialectName) => base(dialect, `${SENT_VALUE} {"step":"checkout","ok":true}`);
+
+/** Every string reachable from `error`: its message, stack, own properties and its whole cause chain (as test/stack/secrets-in-errors.test.ts). */
+function everythingIn(error: unknown): string {
+  const seen = new Set<unknown>();
+  const parts: string[] = [];
+  const visit = (value: unknown, depth: number) => {
+    if (depth > 8 || value === null || value === undefined || seen.has(value)) return;
+    if (typeof value === 'string') return void parts.push(value);
+    if (typeof value !== 'object') return void parts.push(String(value));
+    seen.add(value);
+    if (value instanceof Error) parts.push(value.message, value.stack ?? '');
+    for (const key of Object.getOwnPropertyNames(value)) visit((value as Record<string, unknown>)[key], depth + 1);
+  };
+  visit(error, 0);
+  return parts.join('\n');
+}
 
 /** Code points, for case names: `U+00A0 U+FEFF`. */
 const codePoints = (s: string) => [...s].map((c) => `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`).join(' ');
@@ -723,12 +757,14 @@ const isTypedUpdateFailure = (error: unknown): error is WorkflowUpdateFailedErro
 /** The fuzzer's book: every case ends typed (refused, naming its field) or answered; anything else is written down. */
 class Fuzz {
   typed = 0;
+  errorsSearched = 0;
   readonly untyped: string[] = [];
   readonly callers = new Callers();
   readonly dialects = Object.fromEntries(
     DIALECT_NAMES.map((d): [DialectName, DialectFuzzResult] => [
       d,
       {
+        refusedByDatabase: 0,
         refusedByClient: 0,
         refusedBySql: 0,
         sqlStates: {},
@@ -748,7 +784,7 @@ class Fuzz {
   ) {}
 
   /** A call that must be refused with a typed error; with `field`, an InvalidInputError (or a typed Update failure) naming it. */
-  async refused(what: string, call: () => Promise<unknown>, expected: { field?: string; dialect?: DialectName } = {}): Promise<void> {
+  async refused(what: string, call: () => Promise<unknown>, expected: { field?: string; dialect?: DialectName; sqlState?: string } = {}): Promise<void> {
     this.callers.requests++;
     let error: unknown;
     try {
@@ -759,8 +795,19 @@ class Fuzz {
       error = e;
     }
     this.callers.answered++;
+    this.errorsSearched++;
+    if (everythingIn(error).includes(SENT_VALUE)) this.untyped.push(`${what}: the error holds a value the call sent (${(error as Error).name})`);
     if (!(error instanceof SessionCompactionError) && !isTypedUpdateFailure(error)) {
       this.untyped.push(`${what}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
+      return;
+    }
+    if (expected.sqlState !== undefined) {
+      if (!(error instanceof DatabaseQueryError) || error.code !== expected.sqlState) {
+        this.untyped.push(`${what}: ${(error as Error).name}: ${(error as Error).message} (expected DatabaseQueryError ${expected.sqlState})`.slice(0, 300));
+        return;
+      }
+      this.typed++;
+      if (expected.dialect) this.dialects[expected.dialect].refusedByDatabase++;
       return;
     }
     if (expected.field !== undefined) {
@@ -869,7 +916,7 @@ async function fuzzEveryCase(
     for (const [i, site] of hostileSites(dialect).entries()) {
       for (const [j, bad] of hostile.entries()) {
         const { message, field } = site.build(bad);
-        const batch = [base(dialect), message];
+        const batch = [sent(dialect), message];
         const what = `${dialect}: ${codePoints(bad)} in ${site.name}`;
         await fz.refused(what, () => stack.client.append(id, batch), { field: `messages[1]${field}`, dialect });
         if (exhaustive || j === (i + t) % hostile.length) await fz.sqlRefused(what, dialect, id, sqlAppend(id, batch), 'text-rule');
@@ -878,7 +925,7 @@ async function fuzzEveryCase(
     const forged = forgedSites(dialect);
     for (const [i, space] of MARKER_SPACES.entries()) {
       for (const site of exhaustive ? forged : [forged[(i + t) % forged.length]]) {
-        const batch = [base(dialect), forgedMessage(site, space)];
+        const batch = [sent(dialect), forgedMessage(site, space)];
         const what = `${dialect}: a summary marker behind ${codePoints(space)} in ${site.name}`;
         const field = `messages[1]${forgedField(dialect)}`;
         await fz.refused(what, () => stack.client.append(id, batch), { field, dialect });
@@ -886,7 +933,7 @@ async function fuzzEveryCase(
       }
     }
     for (const mistake of structuralMistakes(dialect)) {
-      const batch = [base(dialect), mistake];
+      const batch = [sent(dialect), mistake];
       const what = `${dialect}: ${JSON.stringify(mistake)}`;
       await fz.refused(what, () => stack.client.append(id, batch), { dialect });
       await fz.sqlRefused(what, dialect, id, sqlAppend(id, batch), { fieldUnder: 'messages[1]' });
@@ -896,8 +943,8 @@ async function fuzzEveryCase(
       const what = (field: string) => `${dialect}: ${codePoints(bad)} in ${field}`;
       await fz.refused(what('requestId'), () => stack.client.compact(id, { requestId: s }), { field: 'requestId', dialect });
       await fz.refused(what('focusTopic'), () => stack.client.compact(id, { focusTopic: s }), { field: 'focusTopic', dialect });
-      await fz.refused(what('appendKey'), () => stack.client.append(id, [base(dialect)], { appendKey: s }), { field: 'appendKey', dialect });
-      await fz.refused(what('the session id of an append'), () => stack.client.append(`fz${s}`, [base(dialect)]), { field: 'sessionId', dialect });
+      await fz.refused(what('appendKey'), () => stack.client.append(id, [sent(dialect)], { appendKey: s }), { field: 'appendKey', dialect });
+      await fz.refused(what('the session id of an append'), () => stack.client.append(`fz${s}`, [sent(dialect)]), { field: 'sessionId', dialect });
       await fz.refused(what('source'), () => stack.client.createSession({ sessionId: `fz-new-${dialect}`, dialect, source: s }), { field: 'source', dialect });
       await fz.refused(what('model'), () => stack.client.createSession({ sessionId: `fz-new-${dialect}`, dialect, model: s }), { field: 'model', dialect });
       await fz.refused(what('a new session id'), () => stack.client.createSession({ sessionId: `fz${s}`, dialect }), { field: 'sessionId', dialect });
@@ -918,7 +965,7 @@ async function fuzzEveryCase(
       }
     }
     // Text parameters through SQL: Postgres cannot receive a NUL at all.
-    await fz.sqlRefused(`${dialect}: U+0000 in an append key`, dialect, id, sqlAppend(id, [base(dialect)], 'key\u0000'), 'text-rule');
+    await fz.sqlRefused(`${dialect}: U+0000 in an append key`, dialect, id, sqlAppend(id, [sent(dialect)], 'key\u0000'), 'text-rule');
     await fz.sqlRefused(
       `${dialect}: U+0000 in a source`,
       dialect,
@@ -931,7 +978,7 @@ async function fuzzEveryCase(
       `${dialect}: a token count of 2^31-1`,
       dialect,
       id,
-      { text: 'select session_append($1, $2::jsonb, null, $3)', values: [id, JSON.stringify([base(dialect)]), '{2147483647}'] },
+      { text: 'select session_append($1, $2::jsonb, null, $3)', values: [id, JSON.stringify([sent(dialect)]), '{2147483647}'] },
       { field: 'tokenCounts' },
     );
     await fz.sqlRefused(`${dialect}: a 20,000,000-character message`, dialect, id, sqlAppend(id, [base(dialect, 'x'.repeat(20_000_000))]), {
@@ -949,6 +996,15 @@ async function fuzzEveryCase(
         field: 'messages',
       },
     );
+    // A batch the database refuses (a full disk, whose DETAIL quotes the row): the library answers
+    // a DatabaseQueryError holding nothing the batch carried, keyed or not.
+    for (const appendKey of [undefined, `fz-disk-full-${dialect}`]) {
+      await fz.refused(
+        `${dialect}: an append the database refuses${appendKey ? ' (keyed)' : ''}`,
+        () => stack.client.append(id, [sent(dialect), base(dialect, `${DISK_FULL} ${SENT_VALUE}`)], appendKey ? { appendKey } : {}),
+        { dialect, sqlState: '53100' },
+      );
+    }
     await fz.sqlRefused(
       `${dialect}: erasing the open lineage without closing it`,
       dialect,
@@ -957,8 +1013,21 @@ async function fuzzEveryCase(
       { field: 'close' },
     );
   };
-  await Promise.all(targets.map(oneDialect));
+  // The database refuses any message that carries DISK_FULL, as a full disk would, quoting the row.
+  await stack.db.pool.query(`
+    create function fz_disk_full() returns trigger language plpgsql as $$ begin
+      raise exception 'could not extend file: No space left on device' using errcode = '53100', detail = 'Failing row contains ' || new.body::text;
+    end $$;
+    create trigger fz_disk_full before insert on messages for each row when (new.body::text like '%${DISK_FULL}%') execute function fz_disk_full();`);
+  try {
+    await Promise.all(targets.map(oneDialect));
+  } finally {
+    await stack.db.pool.query('drop trigger fz_disk_full on messages; drop function fz_disk_full();');
+  }
 }
+
+/** The text of a message the fuzz's database refuses as a full disk would. */
+const DISK_FULL = 'fz-disk-full';
 
 /**
  * Hostile but valid input, answered by a compaction: turns whose cut points fall inside
@@ -1076,7 +1145,7 @@ export async function badInput(size: {
             }),
           );
         } else if (kind === 2) {
-          const batch: unknown[] = Array.from({ length: 1 + r.int(4) }, () => base(dialect));
+          const batch: unknown[] = Array.from({ length: 1 + r.int(4) }, () => sent(dialect));
           batch.splice(r.int(batch.length + 1), 0, dialect === 'openai-chat' && r.next() < 0.5 ? badMessage(r) : r.pick(structuralMistakes(dialect)));
           await fz.refused(`append(bad ${dialect} batch)`, () =>
             stack.client.append(r.next() < 0.8 ? id : (badSessionId(r) as string), r.next() < 0.9 ? batch : r.pick(ODD_VALUES)),
@@ -1106,7 +1175,7 @@ export async function badInput(size: {
           const site = r.pick(hostileSites(dialect));
           const bad = `${r.pick(['', 'text ', '🙂'])}${r.pick(HOSTILE)}${r.pick(['', ' tail', '👍🏽'])}`;
           const { message, field } = site.build(bad);
-          const batch: unknown[] = Array.from({ length: r.int(4) }, () => base(dialect));
+          const batch: unknown[] = Array.from({ length: r.int(4) }, () => sent(dialect));
           const at = r.int(batch.length + 1);
           batch.splice(at, 0, message);
           const what = `${dialect}: ${codePoints(bad)} in ${site.name}`;
@@ -1116,7 +1185,7 @@ export async function badInput(size: {
           // A forged marker behind any run of white space and format characters.
           const site = r.pick(forgedSites(dialect));
           const space = Array.from({ length: 1 + r.int(3) }, () => r.pick(MARKER_SPACES)).join('');
-          const batch: unknown[] = Array.from({ length: r.int(3) }, () => base(dialect));
+          const batch: unknown[] = Array.from({ length: r.int(3) }, () => sent(dialect));
           const at = r.int(batch.length + 1);
           batch.splice(at, 0, forgedMessage(site, space));
           const what = `${dialect}: a summary marker behind ${codePoints(space)} in ${site.name}`;
@@ -1129,7 +1198,7 @@ export async function badInput(size: {
           const [field, call] = r.pick<[string, () => Promise<unknown>]>([
             ['requestId', () => stack.client.compact(id, { requestId: s })],
             ['focusTopic', () => stack.client.compact(id, { focusTopic: s, force: true })],
-            ['appendKey', () => stack.client.append(id, [base(dialect)], { appendKey: s })],
+            ['appendKey', () => stack.client.append(id, [sent(dialect)], { appendKey: s })],
             ['source', () => stack.client.createSession({ sessionId: `fz-new-${i}`, dialect, source: s })],
             ['model', () => stack.client.createSession({ sessionId: `fz-new-${i}`, dialect, model: s })],
             ['sessionId', () => stack.client.createSession({ sessionId: `fz-${s}`, dialect })],
@@ -1138,7 +1207,7 @@ export async function badInput(size: {
           ]);
           await fz.refused(`${dialect}: ${codePoints(s)} in ${field}`, call, { field, dialect });
         } else {
-          const batch = [base(dialect), r.pick(structuralMistakes(dialect))];
+          const batch = [sent(dialect), r.pick(structuralMistakes(dialect))];
           await fz.sqlRefused(`${dialect}: ${JSON.stringify(batch[1])}`, dialect, id, sqlAppend(id, batch), { fieldUnder: 'messages[1]' });
         }
       }
@@ -1254,9 +1323,284 @@ export async function badInput(size: {
       },
       fz.callers,
     );
-    return { ...base_, errorsToCallers: fz.untyped.length, typed: fz.typed, untyped: fz.untyped, dialects: fz.dialects };
+    return { ...base_, errorsToCallers: fz.untyped.length, typed: fz.typed, untyped: fz.untyped, errorsSearched: fz.errorsSearched, dialects: fz.dialects };
   } finally {
     await extractive?.close();
     await stack.close();
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. Lineage churn: erase and re-create under a slow summary, and two retention batches at once.
+
+export type ChurnRow = ReliabilityRow & {
+  /** Per cycle: what showed that its faults landed, and what the test's own SQL found in the new lineage. */
+  cycles: Array<{
+    oldJob?: string;
+    oldJobReason?: string;
+    staleWritesRefused: number;
+    oldWriterAppendsBefore: number;
+    leaks: string[];
+  }>;
+  /** Errors the old writers got that were not typed (LineageErasedError, SessionNotFoundError). */
+  untyped: string[];
+  retention: {
+    firstBatch: number;
+    secondBatch: number;
+    /** B was sent while A's transaction was open (holding its deleted rows). */
+    secondOverlapped: boolean;
+    secondWaitedOnLock: boolean;
+    gaps: Record<string, number>;
+  };
+  afterChurn?: string;
+};
+
+/** The lineage's messages (own SQL, by session id and sequence number), canonical. */
+async function bodiesOf(pool: Pool, lineageId: string): Promise<string[]> {
+  const { rows } = await pool.query<{ body: unknown }>(
+    `select m.body from messages m join sessions s on s.id = m.session_id where s.lineage_id = $1 order by s.id, m.seq`,
+    [lineageId],
+  );
+  return rows.map((r) => canonical(r.body));
+}
+
+/** Sequence numbers of a lineage neither stored nor inside a pruned range (the SQL of test/stack/retention-serial.test.ts). */
+async function gapsOf(pool: Pool, lineageId: string): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `select count(*)::int as n from generate_series(1, (select appended_count from lineages where id = $1)) g(seq)
+     where not exists (select 1 from messages m join sessions s on s.id = m.session_id where s.lineage_id = $1 and m.lineage_seq = g.seq)
+       and not exists (select 1 from pruned_messages p where p.lineage_id = $1 and g.seq between p.from_seq and p.to_seq)`,
+    [lineageId],
+  );
+  return rows[0].n;
+}
+
+/**
+ * One lineage id erased and created again `cycles` times, each while a forced compaction's
+ * summary is still streaming (until the cycle's erase, re-creation and stale calls are done) and old writers (a client that learnt
+ * the incarnation) keep appending: the erase and re-creation go through raw SQL, as another
+ * process would, so the workflow and its activity run on and the old job reaches its commit
+ * against the new lineage. Then two retention batches at once over lineages whose rotations
+ * left ended sessions, the first held open in its transaction while the second is sent.
+ */
+export async function lineageChurn(size: { cycles: number; writers: number; retentionLineages: number }): Promise<ChurnRow> {
+  const stack = await startChaosStack('churn');
+  const pool = stack.db.pool;
+  const untyped: string[] = [];
+  const cycles: ChurnRow['cycles'] = [];
+  const callers = new Callers();
+  try {
+    await stack.startWorker();
+    const id = 'ch-churn';
+    // The first incarnation, created and filled by another process.
+    await pool.query('select session_create($1)', [id]);
+    await pool.query('select session_append($1, $2::jsonb)', [id, JSON.stringify(historyFor('openai-chat', 500))]);
+    const started = Date.now();
+    for (let c = 0; c < size.cycles; c++) {
+      const cycle: ChurnRow['cycles'][number] = { staleWritesRefused: 0, oldWriterAppendsBefore: 0, leaks: [] };
+      cycles.push(cycle);
+      // The old writer learns this incarnation with a keyed append (acknowledged).
+      const oldWriter = await SessionsClient.connect({ config: stack.config, database: stack.db });
+      let releaseSummary: (() => void) | undefined;
+      try {
+        const keyed = stepTurn('openai-chat', `ch-old-${c}/keyed`, `call_old_${c}`, 0);
+        await oldWriter.append(id, keyed, { appendKey: `ch-old-${c}-turn` });
+        // The old job's summary streams on until this cycle's erase, re-creation and stale calls are done.
+        const summaryHeld = new Promise<void>((resolve) => (releaseSummary = resolve));
+        stack.llm.script({ streamUntil: summaryHeld, text: `OLD-JOB-${c}: the user asked for a deploy plan; the tests passed.` });
+        const requestsBefore = stack.llm.requests.length;
+        const job = callers.send(() => oldWriter.compactAnswer(id, { force: true }) as Promise<CompactResultWithTranscript>);
+        await stack.llm.waitForRequests(requestsBefore + 1);
+        // Old writers append on across the erase and re-creation.
+        let writing = true;
+        let recreated = false;
+        const writers = Array.from({ length: size.writers }, async (_, w) => {
+          for (let n = 0; writing; n++) {
+            try {
+              await oldWriter.append(id, stepTurn('openai-chat', `ch-old-${c}/w${w}/${n}`, `call_old_${c}_${w}`, n));
+              if (!recreated) cycle.oldWriterAppendsBefore++;
+            } catch (error) {
+              if (error instanceof LineageErasedError) cycle.staleWritesRefused++;
+              // Between the erase and the re-creation the id names no lineage (SessionNotFoundError): typed too.
+              else if (!(error instanceof SessionCompactionError))
+                untyped.push(`cycle ${c}, old writer ${w}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
+            }
+            await sleep(50);
+          }
+        });
+        await sleep(300);
+        const { rows: learnt } = await pool.query<{ incarnation: string }>('select incarnation from lineages where id = $1', [id]);
+        // Erased and created again by another process while the summary runs, then filled.
+        await pool.query('select session_erase($1, true)', [id]);
+        await pool.query('select session_create($1)', [id]);
+        recreated = true;
+        const fresh: Message[][] = [historyFor('openai-chat', 600 + c)];
+        for (let n = 0; n < 3; n++) fresh.push(stepTurn('openai-chat', `ch-new-${c}/${n}`, `call_new_${c}`, n));
+        for (const batch of fresh) await pool.query('select session_append($1, $2::jsonb)', [id, JSON.stringify(batch)]);
+        await sleep(300);
+        writing = false;
+        await Promise.all(writers);
+        // A raw SQL append naming the old incarnation (as any client in any language holds it): SC411.
+        const rawStale = await pool
+          .query('select session_append($1, $2::jsonb, p_incarnation => $3)', [
+            id,
+            JSON.stringify(stepTurn('openai-chat', `ch-old-${c}/sql`, `call_old_${c}_sql`, 1)),
+            learnt[0].incarnation,
+          ])
+          .then(
+            () => 'accepted',
+            (error: Error & { code?: string }) => error.code ?? error.message,
+          );
+        if (rawStale === 'SC411') cycle.staleWritesRefused++;
+        else untyped.push(`cycle ${c}: a raw SQL append naming the erased incarnation: ${rawStale}`);
+        // The keyed resend of the batch acknowledged before the erase, a pop-and-replace, a compaction.
+        for (const call of [
+          () => oldWriter.append(id, keyed, { appendKey: `ch-old-${c}-turn` }),
+          () => oldWriter.replaceTail(id, { count: 1, replacement: [{ role: 'user', content: `ch-old-${c}: redo {"retry":1}` }] }),
+          () => oldWriter.compact(id, { force: true }),
+        ]) {
+          try {
+            await call();
+            untyped.push(`cycle ${c}: an old writer's call was accepted after the re-creation`);
+          } catch (error) {
+            if (error instanceof LineageErasedError) cycle.staleWritesRefused++;
+            else untyped.push(`cycle ${c}: ${(error as Error).name}: ${(error as Error).message}`.slice(0, 300));
+          }
+        }
+        releaseSummary?.();
+        const answer = await job;
+        cycle.oldJob = answer?.outcome;
+        cycle.oldJobReason = answer?.reason;
+        // Own SQL: the new lineage holds exactly what was appended to it, and no trace of the old job or writers.
+        const expected = fresh.flat().map(canonical);
+        const stored = await bodiesOf(pool, id);
+        if (JSON.stringify(stored) !== JSON.stringify(expected))
+          cycle.leaks.push(`the new lineage holds ${stored.length} rows, ${expected.length} were appended to it`);
+        const old = stored.filter((b) => b.includes(`ch-old-${c}`) || b.includes(`OLD-JOB-${c}`));
+        if (old.length) cycle.leaks.push(`${old.length} rows of the old incarnation: ${old[0].slice(0, 120)}`);
+        const { rows } = await pool.query<{ compactions: number; sessions: number; keys: number; generation: number }>(
+          `select (select count(*) from compactions where lineage_id = $1)::int as compactions,
+                  (select count(*) from sessions where lineage_id = $1)::int as sessions,
+                  (select count(*) from append_keys where lineage_id = $1)::int as keys,
+                  (select generation from lineages where id = $1) as generation`,
+          [id],
+        );
+        if (JSON.stringify(rows[0]) !== JSON.stringify({ compactions: 0, sessions: 1, keys: 0, generation: 0 }))
+          cycle.leaks.push(`the new lineage's rows: ${JSON.stringify(rows[0])}`);
+      } finally {
+        releaseSummary?.();
+        await oldWriter.close();
+      }
+    }
+    const recovery = Date.now() - started;
+    // The last incarnation compacts (a client that never wrote to an erased one).
+    const newWriter = await SessionsClient.connect({ config: stack.config, database: stack.db });
+    let afterChurn: string | undefined;
+    try {
+      stack.llm.setDefault({});
+      const answer = await callers.send(() => newWriter.compact(id, { force: true }));
+      afterChurn = answer?.outcome;
+    } finally {
+      await newWriter.close();
+    }
+
+    // Two retention batches at once, over lineages whose rotations left ended sessions.
+    const grown = Array.from({ length: size.retentionLineages }, (_, i) => `ch-ret-${i}`);
+    await Promise.all(
+      grown.map(async (lineage, i) => {
+        await stack.client.createSession({ sessionId: lineage });
+        for (let r = 0; r < 3; r++) {
+          const { sessionId: head } = await stack.client.append(lineage, historyFor('openai-chat', 700 + 10 * i + r).slice(r === 0 ? 0 : 1), {
+            appendKey: `${lineage}-batch-${r}`,
+          });
+          const answer = await callers.send(() => stack.client.compact(head, { force: true }));
+          if (answer?.outcome !== 'compacted') untyped.push(`${lineage}: compaction ${r}: ${answer?.outcome} ${answer?.reason ?? ''}`);
+        }
+      }),
+    );
+    const retention = await concurrentRetention(pool, grown);
+    console.log(`lineage churn: ${JSON.stringify({ cycles, retention, afterChurn })}`);
+    return {
+      ...(await row(
+        stack,
+        {
+          scenario: 'lineage churn',
+          faults: `${size.cycles} erase-and-recreate cycles (raw SQL) under a streaming summary with ${size.writers} old writers; 2 retention batches at once over ${size.retentionLineages} lineages`,
+          recoverySeconds: seconds(recovery),
+          evidence: {
+            staleJobs: cycles.filter((c) => c.oldJob === 'stale').length,
+            staleWritesRefused: cycles.reduce((n, c) => n + c.staleWritesRefused, 0),
+            secondBatchOverlapped: retention.secondOverlapped,
+          },
+        },
+        callers,
+      )),
+      cycles,
+      untyped,
+      retention,
+      afterChurn,
+    };
+  } finally {
+    await stack.close();
+  }
+}
+
+const ENDED_NOW = JSON.stringify({ endedSessionDays: 0 });
+
+/**
+ * Two retention batches at once: batch A deletes the ended sessions' rows up to the first copy
+ * of a message copied into two ended sessions and holds its transaction open; batch B, sent
+ * meanwhile, would take the rest (the other copy). One batch at a time, B waits on the
+ * retention lock until A commits; without it, each sees the other's copy and neither records
+ * the message as pruned. Gaps are counted with the test's own SQL.
+ */
+async function concurrentRetention(pool: Pool, lineages: string[]): Promise<ChurnRow['retention']> {
+  const split = (
+    await pool.query<{ first: string }>(
+      `select min(m.id)::text as first from messages m join sessions s on s.id = m.session_id
+       where s.lineage_id = any($1) and m.lineage_seq is not null
+       group by s.lineage_id, m.lineage_seq having count(*) >= 2 and bool_and(s.ended_at is not null)
+       order by min(m.id) limit 1`,
+      [lineages],
+    )
+  ).rows[0];
+  const result: ChurnRow['retention'] = { firstBatch: 0, secondBatch: 0, secondOverlapped: false, secondWaitedOnLock: false, gaps: {} };
+  if (!split) return result;
+  const { rows } = await pool.query<{ n: number }>(
+    `select count(*)::int as n from messages m join sessions s on s.id = m.session_id where s.ended_at is not null and m.id <= $1`,
+    [split.first],
+  );
+  const a = await pool.connect();
+  const b = await pool.connect();
+  try {
+    await a.query('begin');
+    const first = await a.query<{ r: { messages: number } }>('select retention_prune($1::jsonb, $2::integer) as r', [ENDED_NOW, rows[0].n]);
+    result.firstBatch = first.rows[0].r.messages;
+    const bPid = (await b.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0].pid;
+    await b.query('begin');
+    let bDone = false;
+    const second = b
+      .query<{ r: { messages: number } }>('select retention_prune($1::jsonb, $2::integer) as r', [ENDED_NOW, 100_000])
+      .finally(() => (bDone = true));
+    // B is sent while A's transaction is open; one batch at a time, it waits on the retention lock.
+    result.secondOverlapped = !bDone;
+    for (const deadline = Date.now() + 30_000; !bDone && Date.now() < deadline;) {
+      const waits = await pool.query<{ n: number }>(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted and pid = $1`, [bPid]);
+      if (waits.rows[0].n > 0) {
+        result.secondWaitedOnLock = true;
+        break;
+      }
+      await sleep(20);
+    }
+    await a.query('commit');
+    result.secondBatch = (await second).rows[0].r.messages;
+    await b.query('commit');
+  } finally {
+    await a.query('rollback').catch(() => undefined);
+    await b.query('rollback').catch(() => undefined);
+    a.release();
+    b.release();
+  }
+  for (const lineage of lineages) result.gaps[lineage] = await gapsOf(pool, lineage);
+  return result;
 }

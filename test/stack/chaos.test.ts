@@ -6,8 +6,16 @@
  * and the test's own ledger), every caller answered, and evidence that each fault landed.
  */
 import { describe, it } from 'vitest';
-import { expectBadInput, expectLlmFaults, expectPostgresRestart, expectStorm, expectTemporalKill, expectWorkerKill } from '../chaos/checks';
-import { badInput, llmFaults, postgresRestartedMidCommit, temporalKilledMidCompaction, workerKilledMidSummary, workerStorm } from '../chaos/scenarios';
+import { expectBadInput, expectChurn, expectLlmFaults, expectPostgresRestart, expectStorm, expectTemporalKill, expectWorkerKill } from '../chaos/checks';
+import {
+  badInput,
+  lineageChurn,
+  llmFaults,
+  postgresRestartedMidCommit,
+  temporalKilledMidCompaction,
+  workerKilledMidSummary,
+  workerStorm,
+} from '../chaos/scenarios';
 
 describe('chaos (small)', () => {
   it('worker SIGKILLed mid-summary: attempts are retried, each compaction commits exactly once, the queue goes on', async () => {
@@ -28,6 +36,10 @@ describe('chaos (small)', () => {
 
   it('a seeded storm with random worker kills, one lineage per dialect, loses and forks nothing, no append fails, every head passes its strict provider', async () => {
     expectStorm(await workerStorm({ workers: 2, sessions: 5, seconds: 20, seed: Number(process.env.CHAOS_SEED ?? 20261130) }), 5);
+  });
+
+  it('lineage churn: erased and re-created under a slow summary and old writers, nothing of the old incarnation reaches the new one; two retention batches at once leave no gap', async () => {
+    expectChurn(await lineageChurn({ cycles: 2, writers: 2, retentionLineages: 2 }), 2);
   });
 
   it('bad input in every dialect (client, raw SQL, Updates, signals) gets typed errors, writes nothing and never stops a lineage compacting', async () => {

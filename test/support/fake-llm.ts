@@ -32,6 +32,12 @@ interface Behaviour {
    * delayMs): a summary that takes as long as a condition of the test's, whatever the load.
    */
   until?: () => Promise<void>;
+  /**
+   * Stream a '.' every chunkDelayMs (default 250 ms) until this promise settles, then the text:
+   * a summary that lasts as long as a condition of the test's while its stream shows progress
+   * (the worker's stall timeout and heartbeats see it alive).
+   */
+  streamUntil?: Promise<void>;
   /** Split the streamed text into this many chunks... */
   chunks?: number;
   /** ...sent this far apart. */
@@ -147,6 +153,14 @@ export async function startFakeLlm(): Promise<FakeLlm> {
       return;
     }
     const stream = startChunkStream(res, 'cmpl-test', model, usage);
+    if (b.streamUntil) {
+      let settled = false;
+      void b.streamUntil.finally(() => (settled = true)).catch(() => undefined);
+      while (!settled && !res.destroyed) {
+        stream.delta({ content: '.' });
+        await sleep(b.chunkDelayMs ?? 250);
+      }
+    }
     const n = Math.max(1, b.chunks ?? 1);
     const size = Math.ceil(text.length / n);
     for (let i = 0; i < n; i++) {
