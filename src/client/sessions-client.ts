@@ -252,7 +252,7 @@ export class SessionsClient {
     checkName(appendKey, 'appendKey', 200);
     const { counter, dialect, lineageId } = await this.lineageFormat(sessionId);
     const batch = parseMessages(messages, this.messageLimits, dialect);
-    const incarnation = this.held.get(lineageId);
+    const incarnation = this.heldFor(lineageId);
     const send = () =>
       store.appendMessages(
         this.database.db,
@@ -301,7 +301,7 @@ export class SessionsClient {
         replacement,
         tokens: replacement.map((m) => counter.count(m)),
         key,
-        incarnation: this.held.get(lineageId),
+        incarnation: this.heldFor(lineageId),
       });
     const result = key ? await readWithRetry(send) : await send();
     if (!result.appended || result.replayed) return { ...result, appended: result.appended && { ...result.appended, replayed: result.replayed } };
@@ -329,14 +329,34 @@ export class SessionsClient {
 
   /** A lineage's model and dialect never change, so its token counter and dialect are remembered per session id. */
   private readonly formats = new Map<string, { counter: TokenCounter; dialect: Dialect; lineageId: string }>();
-  /** The incarnation of each lineage this client writes to, by lineage id (see `append`). */
+  /**
+   * The incarnation of each lineage this client writes to, by lineage id (see `append`), the
+   * most recently used last. At most `maxHeld`: past that the least recently used lineage is
+   * forgotten with its formats, and learnt again (as it is then) at its next use.
+   */
   private readonly held = new Map<string, string>();
+  private readonly maxHeld = 10_000;
 
   /** Holds a lineage's incarnation: the first one seen, or (`replace`, at create) this one. */
   private hold(lineageId: string, incarnation: string, replace = false): void {
     if (!replace && this.held.has(lineageId)) return;
-    if (this.held.size >= 10_000 && !this.held.has(lineageId)) this.held.clear();
+    this.held.delete(lineageId);
+    while (this.held.size >= this.maxHeld) {
+      const oldest = this.held.keys().next().value as string;
+      this.held.delete(oldest);
+      for (const [sessionId, format] of this.formats) if (format.lineageId === oldest) this.formats.delete(sessionId);
+    }
     this.held.set(lineageId, incarnation);
+  }
+
+  /** The incarnation this client holds for a lineage it is about to write to, now its most recently used. */
+  private heldFor(lineageId: string): string | undefined {
+    const incarnation = this.held.get(lineageId);
+    if (incarnation !== undefined) {
+      this.held.delete(lineageId);
+      this.held.set(lineageId, incarnation);
+    }
+    return incarnation;
   }
 
   /** A compaction asked by a client that wrote to an erased incarnation would compact the new lineage: LineageErasedError. */

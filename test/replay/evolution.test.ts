@@ -278,16 +278,16 @@ describe('the follow-up-compaction patch', () => {
   const GUARDED = 'if (answer.followUpRequestId && !queue.closed && patched(PATCH_FOLLOW_UP_COMPACTION)) {';
 
   /**
-   * A compaction whose summary takes 1.5 s while messages are appended, on a lineage whose
-   * threshold (1 token) the new head is still above: the commit carries them and names a
-   * follow-up. Then the lineage is closed.
+   * A compaction whose summary takes 1.5 s while a long message is appended, on a lineage
+   * whose threshold (1,200 tokens) its own head is under and the head with that message above:
+   * the commit carries it and names a follow-up.
    */
   async function carriedAboveThreshold(on: TestStack, root: string) {
-    await on.db.db.execute(sql`update lineages set compact_at_tokens = 1 where id = ${root}`);
+    await on.db.db.execute(sql`update lineages set compact_at_tokens = 1200 where id = ${root}`);
     on.llm.script({ delayMs: 1500 });
     const first = on.client.compact(root, { requestId: 'first' });
     await on.llm.waitForRequests(1);
-    await on.client.append(root, [{ role: 'user', content: 'And while you are at it, check the lexer.' }]);
+    await on.client.append(root, [{ role: 'user', content: `And while you are at it, check the lexer: ${'lexer '.repeat(1500)}` }]);
     const answer = await first;
     expect(answer).toMatchObject({ outcome: 'compacted', followUpRequestId: expect.any(String) });
     return answer;

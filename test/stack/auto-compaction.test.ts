@@ -20,8 +20,8 @@ const userMessage = (text: string) => [{ role: 'user', content: text }];
  * Waits until the summariser is asked for the request's job (it answers after 1.5 s), appends
  * twelve long progress notes meanwhile (over 2,000 tokens), then returns the job's answer: they are carried into the new head.
  */
-async function appendedDuringSlowSummary(on: TestStack, id: string, requestId: string) {
-  on.llm.script({ delayMs: 1500 });
+async function appendedDuringSlowSummary(on: TestStack, id: string, requestId: string, summary?: string) {
+  on.llm.script({ delayMs: 1500, text: summary });
   await on.llm.waitForRequests(1);
   const during = Array.from({ length: 12 }, (_, i) => ({ role: 'assistant', content: `progress ${i}: ${words(250, 'p')}` }));
   const landed = await on.client.append(id, during);
@@ -144,6 +144,19 @@ describe('auto-compaction', () => {
     ]);
     const [lineage] = await rowsOf(sql`select auto_failures, auto_cooldown_until, auto_follow_ups from lineages where id = ${id}`);
     expect(lineage).toEqual({ auto_failures: 0, auto_cooldown_until: null, auto_follow_ups: 0 });
+  });
+
+  it('a commit whose own head is above the threshold cools down, whatever was appended meanwhile', async () => {
+    const id = uniqueId('auto');
+    await stack().client.createSession({ sessionId: id, compactAt: 1500 });
+    const appended = await stack().client.append(id, thirtyTurns());
+    // A summary larger than the threshold by itself, though smaller than what it summarised.
+    const result = await appendedDuringSlowSummary(stack(), id, appended.compactionRequestId!, words(1100, 's'));
+    expect(result).toMatchObject({ outcome: 'compacted', reason: expect.stringMatching(/at or above the threshold of 1500$/) });
+    expect(result.followUpRequestId).toBeUndefined();
+    const [lineage] = await rowsOf(sql`select auto_failures, auto_cooldown_until > now() as cooling from lineages where id = ${id}`);
+    expect(lineage).toEqual({ auto_failures: 1, cooling: true });
+    expect(stack().llm.requests).toHaveLength(1);
   });
 
   it('sends again a request whose signal failed, on the next append', async () => {

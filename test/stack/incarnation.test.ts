@@ -182,6 +182,37 @@ describe('a lineage erased and created again', () => {
     }
   });
 
+  it('a client forgets the lineage it used least recently, not every lineage at once: the one it keeps writing to stays protected', async () => {
+    const [kept, forgotten, third] = [uniqueId('held'), uniqueId('held'), uniqueId('held')];
+    const writer = await SessionsClient.connect({ config: stack().config });
+    try {
+      // A small bound, as if the client had written to 10,000 lineages.
+      (writer as unknown as { maxHeld: number }).maxHeld = 2;
+      for (const id of [kept, forgotten]) {
+        await stack().client.createSession({ sessionId: id });
+        await writer.append(id, [{ role: 'user', content: `first turn of ${id}` }]);
+      }
+      // `kept` is used again, then a third lineage pushes the least recently used one out.
+      await writer.append(kept, [{ role: 'assistant', content: '{"status": "ok"}' }]);
+      await stack().client.createSession({ sessionId: third });
+      await writer.append(third, [{ role: 'user', content: 'hello' }]);
+      const held = (writer as unknown as { held: Map<string, string> }).held;
+      expect([...held.keys()]).toEqual([kept, third]);
+      // Both erased and created again by another process.
+      for (const id of [kept, forgotten]) {
+        await stack().client.deleteLineage(id);
+        await stack().client.createSession({ sessionId: id });
+      }
+      // The lineage it kept writing to is still held: its old incarnation is refused.
+      await expect(writer.append(kept, [{ role: 'user', content: 'still there?' }])).rejects.toBeInstanceOf(LineageErasedError);
+      expect(await n(sql`select count(*) as n from messages where session_id = ${kept}`)).toBe(0);
+      // The forgotten one is learnt again as it is now (a bounded client cannot remember every lineage).
+      expect((await writer.append(forgotten, [{ role: 'user', content: 'a new conversation' }])).firstLineageSeq).toBe(1);
+    } finally {
+      await writer.close();
+    }
+  });
+
   it('a retried attempt that learnt the erased incarnation begins nothing on the new lineage, and its commit is stale', async () => {
     const id = uniqueId('incarnation-retry');
     const db = stack().db.db;

@@ -9,9 +9,9 @@
 -- archived): p.head, then the carried rows copied inside Postgres, ends the parent (rotate),
 -- moves the lineage, settles the automatic request and writes the audit row. A commit that
 -- shrank what it summarised but leaves the head at or above the threshold with the rows
--- appended during the summary (a busy lineage) asks for a follow-up compaction at once, up to
--- p.maxFollowUps in a row: it answers followUpRequestId, which the workflow queues. A commit
--- whose own head is that large (nothing carried) cools down, as a refusal does.
+-- appended during the summary (a busy lineage), its own head under the threshold, asks for a
+-- follow-up compaction at once, up to p.maxFollowUps in a row: it answers followUpRequestId,
+-- which the workflow queues. A commit whose own head is that large cools down, as a refusal does.
 CREATE OR REPLACE FUNCTION sc_compaction_commit(p jsonb)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -141,9 +141,10 @@ BEGIN
   v_still_above := g.compact_at_tokens IS NOT NULL AND v_tokens >= g.compact_at_tokens;
   IF NOT v_still_above THEN
     PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', 'succeeded', '{}');
-  ELSIF cardinality(v_carried) = 0 OR v_summarised_tokens >= (p->>'tokensBefore')::bigint THEN
-    -- The job's own head is that large (or summarising saved nothing): another job now would
-    -- find nothing more to summarise. The cooldown ladder applies.
+  ELSIF cardinality(v_carried) = 0 OR v_summarised_tokens >= g.compact_at_tokens OR v_summarised_tokens >= (p->>'tokensBefore')::bigint THEN
+    -- The job's own head (its summary and the messages it kept) is at or above the threshold by
+    -- itself, or summarising saved nothing: another job now would do no better. The cooldown
+    -- ladder applies, whatever was appended meanwhile.
     v_notes := v_notes || format('the compacted head still holds %s tokens, at or above the threshold of %s', v_tokens, g.compact_at_tokens);
     PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', 'failed',
       ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(p->'cooldownsMs') WITH ORDINALITY AS t(x, o) ORDER BY o));
