@@ -155,6 +155,7 @@ export function createCompactionActivities(deps: CompactionActivityDeps) {
         generation: record.generation,
         previousSessionId: record.parentSessionId,
         messagesAfter: record.messagesAfter ?? undefined,
+        ...(record.followUpRequestId ? { followUpRequestId: record.followUpRequestId } : {}),
       };
     }
     if (record.attempts > attempt) {

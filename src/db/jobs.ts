@@ -56,6 +56,8 @@ interface JobState {
   messagesAfter: number | null;
   reason: string | null;
   gate: string | null;
+  /** The follow-up a committed job asked for (sc_compaction_commit.sql), so a retried attempt answers it too. */
+  followUpRequestId?: string | null;
 }
 
 /** A stored message row as a compaction reads it. */

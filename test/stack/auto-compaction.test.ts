@@ -6,7 +6,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { appendMessages } from '../../src/db/session-store';
+import { appendMessages, beginJob } from '../../src/db/session-store';
 import { InvalidInputError } from '../../src/errors';
 import { conversation, type TestStack, uniqueId, useTestStack } from '../support/stack';
 
@@ -144,6 +144,11 @@ describe('auto-compaction', () => {
     ]);
     const [lineage] = await rowsOf(sql`select auto_failures, auto_cooldown_until, auto_follow_ups from lineages where id = ${id}`);
     expect(lineage).toEqual({ auto_failures: 0, auto_cooldown_until: null, auto_follow_ups: 0 });
+    // A later attempt of the first job (its first attempt's answer lost) finds it committed, with its follow-up.
+    const [committed] = await rowsOf(sql`select id, parent_session_id from compactions where follow_up_request_id is not null and lineage_id = ${id}`);
+    const job = { jobId: committed.id, lineageId: id, parentSessionId: committed.parent_session_id, generation: 0, requestIds: [], trigger: 'threshold' };
+    const again = await beginJob(stack().db.db, job, 'fake-model', 99);
+    expect(again).toMatchObject({ job: { outcome: 'compacted', followUpRequestId: first.followUpRequestId } });
   });
 
   it('a commit whose own head is above the threshold cools down, whatever was appended meanwhile', async () => {

@@ -24,7 +24,8 @@ BEGIN
   RETURN jsonb_build_object(
     'job', jsonb_build_object(
       'outcome', c.outcome, 'attempts', c.attempts, 'generation', c.generation, 'parentSessionId', c.parent_session_id,
-      'childSessionId', c.child_session_id, 'messagesAfter', c.messages_after, 'reason', c.reason, 'gate', c.gate),
+      'childSessionId', c.child_session_id, 'messagesAfter', c.messages_after, 'reason', c.reason, 'gate', c.gate,
+      'followUpRequestId', c.follow_up_request_id),
     'lineage', jsonb_build_object(
       'lineageId', g.id, 'headSessionId', g.head_session_id, 'generation', g.generation, 'mode', g.mode, 'dialect', g.dialect,
       'source', g.source, 'compactAtTokens', g.compact_at_tokens, 'model', g.model, 'contextWindow', g.context_window,
