@@ -183,3 +183,12 @@ export class PayloadKeysMissingError extends SessionCompactionError {
     );
   }
 }
+
+/** `error` and each of its causes, outermost first (a cycle ends the walk). */
+export function* causeChain(error: unknown): Generator<{ readonly [key: string]: unknown }> {
+  const seen = new Set<unknown>();
+  for (let e: unknown = error; typeof e === 'object' && e !== null && !seen.has(e); e = (e as { cause?: unknown }).cause) {
+    seen.add(e);
+    yield e as { readonly [key: string]: unknown };
+  }
+}

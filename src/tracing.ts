@@ -15,7 +15,7 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { OpenTelemetryPlugin, OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry';
 import type { Summariser } from './activities/summariser';
-import { typedDatabaseError } from './db/errors';
+import { typedDatabaseError } from './db/postgres-errors';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const api = () => require('@opentelemetry/api') as typeof import('@opentelemetry/api');

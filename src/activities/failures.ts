@@ -2,20 +2,14 @@
  * What an activity's failure may say. Temporal records it in workflow history, the worker logs
  * it and the activity's span records it, so it is built here, once for every activity: a
  * database failure as a `DatabaseError` failure that carries no statement parameter (drizzle's
- * error holds them all: a commit's summary and ledger, an appended batch; src/db/errors.ts), a
+ * error holds them all: a commit's summary and ledger, an appended batch; src/db/postgres-errors.ts), a
  * typed error of src/errors.ts as it is, any other error as a failure of its name with its
  * first line and no configured secret; never the original error's stack or cause.
  */
 import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
-import { typedDatabaseError } from '../db/errors';
+import { classifyPostgresError, typedDatabaseError } from '../db/postgres-errors';
 import { DatabaseQueryError, DatabaseUnreachableError, SessionCompactionError } from '../errors';
 import { redactSecrets } from '../secrets';
-
-/**
- * SQLSTATEs of a write the database will refuse on every attempt (a value it cannot store):
- * the job fails at once, named as a database failure, instead of retrying to its limit.
- */
-const REFUSED_FOR_GOOD = new Set(['22P05', '22021', '22P02', '22001', '22003', '54000']);
 
 export interface FailureContext {
   /** Config.secrets: never in a failure's text. */
@@ -33,7 +27,7 @@ function activityFailure(error: unknown, context: FailureContext): unknown {
   const typed = typedDatabaseError(error, context.databaseUrl);
   if (typed instanceof DatabaseQueryError) {
     const message = `database error ${typed.code ?? 'without SQLSTATE'}: ${typed.message}`;
-    return ApplicationFailure.create({ message, type: 'DatabaseError', nonRetryable: typed.code !== undefined && REFUSED_FOR_GOOD.has(typed.code) });
+    return ApplicationFailure.create({ message, type: 'DatabaseError', nonRetryable: classifyPostgresError(typed).refusedForGood });
   }
   if (typed instanceof DatabaseUnreachableError) return ApplicationFailure.retryable(typed.message, 'DatabaseError');
   if (typed instanceof SessionCompactionError) return typed;

@@ -18,7 +18,7 @@ import {
   RetentionRunningError,
   SessionCompactionError,
 } from '../errors';
-import { typedDatabaseError } from '../db/errors';
+import { typedDatabaseError } from '../db/postgres-errors';
 import { runDoctor } from './doctor';
 import { parseCompactAt, parseTimeoutSeconds, parseWholeNumber } from './numbers';
 import { formatProgress } from './progress';

@@ -8,28 +8,10 @@
  */
 import { isGrpcServiceError, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { BackgroundCompactionRejectedError, InvalidInputError, LineageClosedError } from '../errors';
+import { BackgroundCompactionRejectedError, causeChain, InvalidInputError, LineageClosedError } from '../errors';
 
 /** The gRPC status codes the client tells apart (grpc-js's Status enum is not our dependency). */
 export const GRPC_STATUS = { DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, RESOURCE_EXHAUSTED: 8, UNAVAILABLE: 14 } as const;
-
-interface ErrorLike {
-  name?: unknown;
-  message?: unknown;
-  details?: unknown;
-  code?: unknown;
-  type?: unknown;
-  cause?: unknown;
-}
-
-/** `error` and each of its causes, outermost first (a cycle ends the walk). */
-function* causeChain(error: unknown): Generator<ErrorLike> {
-  const seen = new Set<unknown>();
-  for (let e: unknown = error; typeof e === 'object' && e !== null && !seen.has(e); e = (e as ErrorLike).cause) {
-    seen.add(e);
-    yield e as ErrorLike;
-  }
-}
 
 const textOf = (value: unknown) => (value === undefined || value === null ? '' : String(value));
 

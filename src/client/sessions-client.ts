@@ -16,7 +16,7 @@ import { type Ledger, ledgerFrom } from '../compaction/ledger';
 import { encryptedDataConverter, payloadKeysMissing } from '../codec/aes-gcm-codec';
 import { type Config, loadConfig } from '../config';
 import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
-import { typedDatabaseError } from '../db/errors';
+import { typedDatabaseError } from '../db/postgres-errors';
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
 import { LineagePoller } from './answer-poller';
@@ -702,7 +702,7 @@ export class SessionsClient {
 /**
  * What a caller of the library sees of a failure: an answer it cannot read for want of payload
  * keys as a PayloadKeysMissingError; a database failure as a typed error that carries no
- * statement parameter (src/db/errors.ts: drizzle's own error holds the whole appended batch);
+ * statement parameter (src/db/postgres-errors.ts: drizzle's own error holds the whole appended batch);
  * every other error as it is.
  */
 function callerError(error: unknown, databaseUrl: string): unknown {

@@ -7,49 +7,12 @@
 import { sql } from 'drizzle-orm';
 import type { DialectName, Message } from '../compaction/dialects';
 import type { JsonValue } from '../compaction/json';
-import { HistoryMismatchError, InvalidInputError, LineageClosedError, LineageErasedError, SessionConflictError, SessionNotFoundError } from '../errors';
 import type { CompactionMode, CompactResult } from '../workflows/contract';
 import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY } from './auto-compaction';
 import type { Database } from './database';
 import type { Executor } from './executor';
 import type { LineageInfo } from './lineage-state';
-
-/**
- * Errors raised by the data-plane SQL functions (SQLSTATE SC400..SC412, DETAIL a JSON object
- * naming the type), mapped to the typed errors every other layer uses; and jsonb's refusal
- * of U+0000 (22P05), which the client's text rule refuses first, so only a message past it
- * meets it.
- */
-export function dataPlaneError(error: unknown): unknown {
-  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
-    if ((e as { code?: unknown }).code === '22P05') return new InvalidInputError('messages', 'contains a NUL character or an unpaired surrogate');
-  }
-  let e: unknown = error;
-  while (e && !(typeof (e as { code?: unknown }).code === 'string' && /^SC\d{3}$/.test((e as { code: string }).code))) e = (e as { cause?: unknown }).cause;
-  if (!e) return error;
-  let detail: Record<string, string>;
-  try {
-    detail = JSON.parse(String((e as { detail?: string }).detail ?? '{}'));
-  } catch {
-    return error;
-  }
-  switch (detail.type) {
-    case 'InvalidInputError':
-      return new InvalidInputError(detail.field, detail.detail);
-    case 'SessionNotFoundError':
-      return new SessionNotFoundError(detail.sessionId);
-    case 'SessionConflictError':
-      return new SessionConflictError(detail.sessionId, detail.detail);
-    case 'LineageClosedError':
-      return new LineageClosedError(detail.lineageId);
-    case 'LineageErasedError':
-      return new LineageErasedError(detail.sessionId);
-    case 'HistoryMismatchError':
-      return new HistoryMismatchError(detail.sessionId, detail.detail);
-    default:
-      return error;
-  }
-}
+import { dataPlaneError } from './postgres-errors';
 
 /** Calls one data-plane SQL function and returns its jsonb answer, with typed errors. */
 async function callFunction<T>(db: Executor, query: ReturnType<typeof sql>): Promise<T> {

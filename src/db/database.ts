@@ -4,6 +4,7 @@ import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import { Pool, type PoolClient } from 'pg';
 import * as schema from './schema';
+import { classifyPostgresError } from './postgres-errors';
 
 export type Database = NodePgDatabase<typeof schema>;
 
@@ -135,20 +136,9 @@ export async function ensureDatabaseExists(url: string): Promise<void> {
   }
 }
 
-/** Connection-level failures (the server restarting, a dropped connection): a read may be retried. */
-function isTransientDatabaseError(error: unknown): boolean {
-  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
-    const code = String((e as { code?: unknown }).code ?? '');
-    const message = String((e as { message?: unknown }).message ?? '');
-    if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return true;
-    if (code === 'ECONNREFUSED' || code === 'ECONNRESET' || code === 'EPIPE') return true;
-    if (/Connection terminated|connection terminated|Client has encountered a connection error/.test(message)) return true;
-  }
-  return false;
-}
-
 /**
- * Runs an idempotent read, retrying while the database is unreachable, up to `timeoutMs`.
+ * Runs an idempotent read, retrying while the database is unreachable for now (a transient
+ * error of classifyPostgresError, src/db/postgres-errors.ts), up to `timeoutMs`.
  * Never use it for writes whose acknowledgement could be lost (an append): the caller
  * decides about those.
  */
@@ -158,7 +148,7 @@ export async function readWithRetry<T>(read: () => Promise<T>, timeoutMs = 30_00
     try {
       return await read();
     } catch (error) {
-      if (!isTransientDatabaseError(error) || Date.now() + delay > deadline) throw error;
+      if (!classifyPostgresError(error).transient || Date.now() + delay > deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, delay));
     }
   }

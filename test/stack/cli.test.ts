@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/client/cli';
-import { databaseAddress, databaseErrorFrom, typedDatabaseError } from '../../src/db/errors';
+import { databaseAddress, databaseErrorFrom, typedDatabaseError } from '../../src/db/postgres-errors';
 import { PROJECT_ROOT } from '../../src/config';
 import { freePort } from '../../src/dev/temporal-server';
 import { DatabaseQueryError, DatabaseUnreachableError } from '../../src/errors';

@@ -16,7 +16,7 @@
 import type { DatabaseError } from 'pg';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { dataPlaneError } from '../../src/db/data-plane';
+import { dataPlaneError } from '../../src/db/postgres-errors';
 import { InvalidInputError } from '../../src/errors';
 import { messyTranscript } from '../support/messy';
 import { conversation, uniqueId, useTestStack } from '../support/stack';

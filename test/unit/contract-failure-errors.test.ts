@@ -11,7 +11,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { typedErrorFrom, typedErrorOfFailure } from '../../src/client/rpc-errors';
 import { PROJECT_ROOT } from '../../src/config';
-import { dataPlaneError } from '../../src/db/data-plane';
+import { dataPlaneError } from '../../src/db/postgres-errors';
 
 type Expected = { error: string; field?: string; message: string } | null;
 const vectors = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'contract/vectors/failure-errors.json'), 'utf8')) as {

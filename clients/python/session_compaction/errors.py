@@ -152,7 +152,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]{0,62}")
 
 
 def _server_message(error: BaseException) -> str:
-    """The server's primary message, its quoted values blanked, at most 200 characters (serverMessage of src/db/errors.ts)."""
+    """The server's primary message, its quoted values blanked, at most 200 characters (serverMessage of src/db/postgres-errors.ts)."""
     diag = getattr(error, "diag", None)
     primary = getattr(diag, "message_primary", None) or str(error).split("\n")[0]
     line = primary.split("\n")[0].strip()

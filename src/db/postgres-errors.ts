@@ -11,7 +11,18 @@
  * and the server's message with every quoted value blanked, and with no cause: nothing that
  * holds a parameter survives. Pure: no I/O.
  */
-import { DatabaseQueryError, DatabaseUnreachableError, SessionCompactionError } from '../errors';
+import {
+  causeChain,
+  DatabaseQueryError,
+  DatabaseUnreachableError,
+  HistoryMismatchError,
+  InvalidInputError,
+  LineageClosedError,
+  LineageErasedError,
+  SessionCompactionError,
+  SessionConflictError,
+  SessionNotFoundError,
+} from '../errors';
 
 /** Socket and DNS failures of reaching the server. */
 const UNREACHABLE_CODES = new Set([
@@ -52,9 +63,7 @@ const isObject = (value: unknown): value is ErrorLike => typeof value === 'objec
 
 /** The error of not reaching the server in `error`'s cause chain, if it has one. */
 function unreachableCause(error: unknown): ErrorLike | undefined {
-  const seen = new Set<unknown>();
-  for (let e: unknown = error; isObject(e) && !seen.has(e); e = e.cause) {
-    seen.add(e);
+  for (const e of causeChain(error) as Iterable<ErrorLike>) {
     // A gRPC status (a Temporal call) is no database error, whatever its message quotes.
     if (typeof e.code === 'number' && e.metadata !== undefined) return undefined;
     const code = typeof e.code === 'string' ? e.code : '';
@@ -132,9 +141,7 @@ export function databaseErrorFrom<E>(error: E, url: string | undefined): E | Dat
 
 /** The SQLSTATE of `error` or the first error of its cause chain that has one. */
 function sqlStateOf(error: unknown): string | undefined {
-  const seen = new Set<unknown>();
-  for (let e: unknown = error; isObject(e) && !seen.has(e); e = e.cause) {
-    seen.add(e);
+  for (const e of causeChain(error)) {
     // Five characters, and no Node errno (EPIPE, EPERM, EROFS: no SQLSTATE class starts with E).
     if (typeof e.code === 'string' && /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(e.code)) return e.code;
   }
@@ -143,9 +150,7 @@ function sqlStateOf(error: unknown): string | undefined {
 
 /** drizzle's wrapper of a failed statement (DrizzleQueryError: `query`, `params`, "Failed query: ..."). */
 function failedQueryOf(error: unknown): { query: string; cause: unknown } | undefined {
-  const seen = new Set<unknown>();
-  for (let e: unknown = error; isObject(e) && !seen.has(e); e = e.cause) {
-    seen.add(e);
+  for (const e of causeChain(error) as Iterable<ErrorLike>) {
     const query = (e as { query?: unknown }).query;
     if (typeof query === 'string' && 'params' in e) return { query, cause: e.cause };
     if (typeof e.message === 'string' && e.message.startsWith('Failed query: ')) {
@@ -203,4 +208,91 @@ function innermost(error: unknown): unknown {
   for (let depth = 0; depth < 10 && isObject(e) && isObject(e.cause) && typeof e.message === 'string' && e.message.startsWith('Failed query: '); depth++)
     e = e.cause;
   return e;
+}
+
+/**
+ * Errors raised by the data-plane SQL functions (SQLSTATE SC400..SC412, DETAIL a JSON object
+ * naming the type), mapped to the typed errors every other layer uses; and jsonb's refusal
+ * of U+0000 (22P05), which the client's text rule refuses first, so only a message past it
+ * meets it.
+ */
+export function dataPlaneError(error: unknown): unknown {
+  for (let e: unknown = error; e; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: unknown }).code === '22P05') return new InvalidInputError('messages', 'contains a NUL character or an unpaired surrogate');
+  }
+  let e: unknown = error;
+  while (e && !(typeof (e as { code?: unknown }).code === 'string' && /^SC\d{3}$/.test((e as { code: string }).code))) e = (e as { cause?: unknown }).cause;
+  if (!e) return error;
+  let detail: Record<string, string>;
+  try {
+    detail = JSON.parse(String((e as { detail?: string }).detail ?? '{}'));
+  } catch {
+    return error;
+  }
+  switch (detail.type) {
+    case 'InvalidInputError':
+      return new InvalidInputError(detail.field, detail.detail);
+    case 'SessionNotFoundError':
+      return new SessionNotFoundError(detail.sessionId);
+    case 'SessionConflictError':
+      return new SessionConflictError(detail.sessionId, detail.detail);
+    case 'LineageClosedError':
+      return new LineageClosedError(detail.lineageId);
+    case 'LineageErasedError':
+      return new LineageErasedError(detail.sessionId);
+    case 'HistoryMismatchError':
+      return new HistoryMismatchError(detail.sessionId, detail.detail);
+    default:
+      return error;
+  }
+}
+
+/**
+ * A connection the server refuses while it cannot take it yet, or that it lost: the server
+ * shutting down, starting up or out of connection slots, the connection reset or timed out.
+ * Not a refused login (28000, 28P01), a database that does not exist (3D000), a host name
+ * that does not resolve, a socket file that is not there, or a server without SSL: those
+ * stay the same on the next attempt.
+ */
+const UNREACHABLE_FOR_GOOD = new Set(['28000', '28P01', '3D000', 'ENOTFOUND', 'EAI_FAIL', 'EAI_NONAME', 'ENOENT', 'EACCES']);
+
+/**
+ * SQLSTATEs of a write the database will refuse on every attempt (a value it cannot store):
+ * an activity's job fails at once, named as a database failure, instead of retrying to its limit.
+ */
+const REFUSED_FOR_GOOD = new Set(['22P05', '22021', '22P02', '22001', '22003', '54000']);
+
+/** What a Postgres failure means to whoever meets it. */
+export interface PostgresErrorClass {
+  /**
+   * `unreachable`: the server was not reached or the connection was lost (DatabaseUnreachableError);
+   * `data-plane`: a data-plane SQL function's typed refusal (SQLSTATE SCnnn);
+   * `query`: any other statement the server failed (a SQLSTATE, or drizzle's wrapper);
+   * `other`: not a database error.
+   */
+  kind: 'unreachable' | 'data-plane' | 'query' | 'other';
+  /** The SQLSTATE or the Node error code that decided it, if any. */
+  code?: string;
+  /** The same call may succeed if made again: an idempotent read retries it (readWithRetry). */
+  transient: boolean;
+  /** The server will refuse the same write on every attempt: an activity does not retry it. */
+  refusedForGood: boolean;
+}
+
+/** The one classification of a Postgres error, used by the client, the CLI, the activities and the retrying reader. */
+export function classifyPostgresError(error: unknown): PostgresErrorClass {
+  const unreachable = error instanceof DatabaseUnreachableError ? error : unreachableCause(error);
+  if (unreachable) {
+    const code = typeof unreachable.code === 'string' ? unreachable.code : undefined;
+    const message = typeof unreachable.message === 'string' ? unreachable.message : '';
+    const forGood = (code !== undefined && UNREACHABLE_FOR_GOOD.has(code)) || message === 'The server does not support SSL connections';
+    return { kind: 'unreachable', code, transient: !forGood, refusedForGood: false };
+  }
+  if (error instanceof DatabaseQueryError)
+    return { kind: 'query', code: error.code, transient: false, refusedForGood: error.code !== undefined && REFUSED_FOR_GOOD.has(error.code) };
+  const code = sqlStateOf(error);
+  if (code !== undefined && /^SC\d{3}$/.test(code)) return { kind: 'data-plane', code, transient: false, refusedForGood: false };
+  if (code !== undefined || failedQueryOf(error))
+    return { kind: 'query', code, transient: false, refusedForGood: code !== undefined && REFUSED_FOR_GOOD.has(code) };
+  return { kind: 'other', transient: false, refusedForGood: false };
 }
