@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { readWithRetry } from '../../src/db/database';
 import { classifyPostgresError } from '../../src/db/postgres-errors';
 
 interface Layer {
@@ -39,5 +40,20 @@ describe('classifyPostgresError (contract/vectors/postgres-errors.json)', () => 
   it.each(vector.cases)('$name', ({ chain, expect: expected }) => {
     const got = classifyPostgresError(errorOf(chain));
     expect({ ...got, code: got.code ?? null }).toEqual(expected);
+  });
+});
+
+describe('readWithRetry retries exactly the transient cases', () => {
+  const attempts = async (error: Error) => {
+    let calls = 0;
+    const result = await readWithRetry(async () => {
+      calls += 1;
+      if (calls === 1) throw error;
+      return 'read';
+    }, 5_000).catch(() => 'thrown');
+    return { calls, result };
+  };
+  it.each(vector.cases)('$name', async ({ chain, expect: expected }) => {
+    expect(await attempts(errorOf(chain))).toEqual(expected.transient ? { calls: 2, result: 'read' } : { calls: 1, result: 'thrown' });
   });
 });

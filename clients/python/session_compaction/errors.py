@@ -225,3 +225,54 @@ class TokenizerUnavailableError(SessionCompactionError):
         super().__init__(f"the {encoding} tokenizer is unavailable: {detail}; run `npm run python:ranks` in the repository (after `npm ci`)")
         self.encoding = encoding
         self.detail = detail
+
+
+# What a Postgres error means: classifyPostgresError of src/db/postgres-errors.ts, pinned by
+# contract/vectors/postgres-errors.json.
+_UNREACHABLE_CODES = frozenset(
+    "ECONNREFUSED ECONNRESET ECONNABORTED EPIPE ETIMEDOUT EHOSTUNREACH EHOSTDOWN ENETUNREACH ENETDOWN ENOTFOUND EAI_AGAIN EAI_FAIL EAI_NONAME".split()
+)
+_UNREACHABLE_SQLSTATE = re.compile(r"08...|57P0[123]|53300|3D000|28000|28P01")
+_UNREACHABLE_FOR_GOOD = frozenset("28000 28P01 3D000 ENOTFOUND EAI_FAIL EAI_NONAME ENOENT EACCES".split())
+_REFUSED_FOR_GOOD = frozenset("22P05 22021 22P02 22001 22003 54000".split())
+
+
+def _code_of(error: BaseException) -> str | None:
+    """The SQLSTATE of a psycopg error, or the name of an OSError's errno (EAI_* for socket.gaierror)."""
+    import errno
+    import socket
+
+    sqlstate = getattr(error, "sqlstate", None)
+    if isinstance(sqlstate, str) and sqlstate:
+        return sqlstate
+    if isinstance(error, socket.gaierror):
+        names = {getattr(socket, n): n for n in dir(socket) if n.startswith("EAI_") and isinstance(getattr(socket, n), int)}
+        return names.get(error.errno)  # type: ignore[arg-type]
+    if isinstance(error, OSError) and error.errno is not None:
+        return errno.errorcode.get(error.errno)
+    return None
+
+
+def classify_postgres_error(error: BaseException) -> dict[str, Any]:
+    """``kind`` (unreachable, data-plane, query, other), ``code``, ``transient`` (a read may be
+    retried) and ``refused_for_good`` (the same write is refused on every attempt) of ``error``
+    or its ``__cause__`` chain. A psycopg OperationalError without a SQLSTATE is a connection
+    that failed or was lost."""
+    import psycopg
+
+    chain: list[BaseException] = []
+    e: BaseException | None = error
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__
+    for layer in chain:
+        code = _code_of(layer)
+        no_sqlstate_connection = code is None and isinstance(layer, psycopg.OperationalError)
+        if no_sqlstate_connection or (code is not None and (code in _UNREACHABLE_CODES or _UNREACHABLE_SQLSTATE.fullmatch(code))):
+            return {"kind": "unreachable", "code": code, "transient": code not in _UNREACHABLE_FOR_GOOD, "refused_for_good": False}
+    for layer in chain:
+        code = _code_of(layer)
+        if code is not None and re.fullmatch(r"[0-9A-DF-Z][0-9A-Z]{4}", code):
+            kind = "data-plane" if re.fullmatch(r"SC\d{3}", code) else "query"
+            return {"kind": kind, "code": code, "transient": False, "refused_for_good": code in _REFUSED_FOR_GOOD}
+    return {"kind": "other", "code": None, "transient": False, "refused_for_good": False}
