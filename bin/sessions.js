@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // The `sessions` command. In a dev checkout (the TypeScript sources and tsx, a devDependency,
 // are there) it runs the sources through tsx, so it never runs a stale build; otherwise (the
-// image: dist/ and production dependencies only) the compiled CLI, dist/client/cli.js.
+// image: dist/ and production dependencies only) the compiled CLI, dist/cli/main.js.
 const { existsSync } = require('node:fs');
 const path = require('node:path');
 
-const sources = path.join(__dirname, '..', 'src', 'client', 'cli.ts');
-const compiled = path.join(__dirname, '..', 'dist', 'client', 'cli.js');
+const sources = path.join(__dirname, '..', 'src', 'cli', 'main.ts');
+const compiled = path.join(__dirname, '..', 'dist', 'cli', 'main.js');
 
 function tsxInstalled() {
   try {

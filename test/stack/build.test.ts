@@ -58,7 +58,7 @@ describe('npm run build', () => {
   it('writes the compiled worker and CLI, the files they read by path, and the workflow bundles', () => {
     for (const file of [
       'worker.js',
-      'client/cli.js',
+      'cli/main.js',
       'db/migrations/meta/_journal.json',
       'codec/failure-converter.js',
       ...Object.values(PREBUILT_WORKFLOW_BUNDLES),

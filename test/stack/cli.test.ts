@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
-import { main } from '../../src/client/cli';
+import { main } from '../../src/cli/main';
 import { databaseAddress, databaseErrorFrom, typedDatabaseError } from '../../src/db/postgres-errors';
 import { PROJECT_ROOT } from '../../src/config';
 import { freePort } from '../../src/dev/temporal-server';

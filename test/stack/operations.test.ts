@@ -9,7 +9,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { AesGcmPayloadCodec, ENCRYPTED_ENCODING, parseEncryptionKeys } from '../../src/codec/aes-gcm-codec';
 import { createCodecServer } from '../../src/codec/codec-server';
-import { runDoctor } from '../../src/client/doctor';
+import { runDoctor } from '../../src/cli/doctor';
 import { loadConfig } from '../../src/config';
 import { auditRows } from '../../src/db/session-store';
 import { freePort } from '../../src/dev/temporal-server';

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { AesGcmPayloadCodec, parseEncryptionKeys } from '../../src/codec/aes-gcm-codec';
 import { createCodecServer } from '../../src/codec/codec-server';
-import { main } from '../../src/client/cli';
+import { main } from '../../src/cli/main';
 import type { LineageStateWithProgress } from '../../src/client/sessions-client';
 import { formatProgress, progressFromPendingActivity } from '../../src/client/progress';
 import { bindAddress, loadConfig, PROJECT_ROOT } from '../../src/config';

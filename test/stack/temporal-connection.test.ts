@@ -10,7 +10,7 @@ import { Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SessionsClient } from '../../src/client';
-import { runDoctor } from '../../src/client/doctor';
+import { runDoctor } from '../../src/cli/doctor';
 import { loadConfig, loadTemporalSecurity } from '../../src/config';
 import { openDatabase } from '../../src/db/database';
 import { createSessionWorker } from '../../src/worker';

@@ -69,7 +69,7 @@ def conversation(turns: int) -> list[dict[str, Any]]:
 def run_audit() -> dict[str, Any]:
     """The project's own audit (`sessions audit --json`), over the whole database."""
     out = subprocess.run(
-        ["node", "--import", "tsx", "src/client/cli.ts", "audit", "--json"],
+        ["node", "--import", "tsx", "src/cli/main.ts", "audit", "--json"],
         cwd=PROJECT_ROOT, env=os.environ, capture_output=True, text=True, timeout=120, check=True,
     )
     return json.loads(out.stdout)

@@ -224,7 +224,7 @@ async def test_same_token_counts_as_typescript(client, db, tmp_path):
     batch_file = tmp_path / "batch.json"
     batch_file.write_text(json.dumps(batch))
     subprocess.run(
-        ["node", "--import", "tsx", "src/client/cli.ts", "append", ts_sid, "--file", str(batch_file), "--json"],
+        ["node", "--import", "tsx", "src/cli/main.ts", "append", ts_sid, "--file", str(batch_file), "--json"],
         cwd=PROJECT_ROOT, env=os.environ, capture_output=True, text=True, timeout=120, check=True,
     )
     await client._call("select session_append(%s, %s)", (est_sid, Jsonb(batch)))  # no counts: the SQL estimate

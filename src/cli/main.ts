@@ -20,9 +20,9 @@ import {
 } from '../errors';
 import { typedDatabaseError } from '../db/postgres-errors';
 import { runDoctor } from './doctor';
-import { parseCompactAt, parseTimeoutSeconds, parseWholeNumber } from './numbers';
-import { formatProgress } from './progress';
-import { SessionsClient } from './sessions-client';
+import { parseCompactAt, parseTimeoutSeconds, parseWholeNumber } from '../client/numbers';
+import { formatProgress } from '../client/progress';
+import { SessionsClient } from '../client/sessions-client';
 
 const USAGE = `usage: sessions <command> [options]
 
