@@ -5,48 +5,6 @@ import type { SessionsClient } from '../client/sessions-client';
 import { readJsonInput, retentionPolicyOf, timeoutOf, UsageError, wholeNumberOf } from './input';
 import { type ProgressSink, withProgress } from './progress-line';
 
-export const USAGE = `usage: sessions <command> [options]
-
-commands:
-  create <sessionId> [--source S] [--mode rotate|in_place] [--dialect openai-chat|openai-responses|openai-agents|anthropic|gemini]
-         [--compact-at TOKENS|PERCENT%] [--model M] [--context-window TOKENS]
-  append <sessionId> [--file messages.json] [--append-key K]   JSON array of messages in the lineage's dialect (stdin without --file); a resend with the same key is stored once
-  compact <sessionId> [--focus TOPIC] [--force] [--request-id ID] [--background] [--timeout SECONDS]
-  transcript <sessionId> [--all] [--provider]    the lineage head's messages as appended (--provider: as the next call sends them; --all: archived rows too)
-  lineage <sessionId>                            root to head
-  state <sessionId>                              the workflow's state query
-  close <sessionId> [--timeout SECONDS]          finish the queue, close the lineage
-  delete <sessionId> --yes                       erase the lineage: every row in Postgres, every run of its workflow in Temporal
-  retention run|schedule|off [--ended-days D] [--archived-days D] [--audit-days D] [--key-days D] [--batch N] [--every 24h]
-                                                 prune old rows now, on a Temporal Schedule, or stop the schedule (README, "Your data")
-  list [--source S] [--search T] [--status live|closed] [--outcome O] [--after ID] [--limit N]
-                                                 lineages, a page at a time
-  history <sessionId>                            each compaction of the lineage: outcome, reason, tokens, attempts, duration
-  audit [sessionId]                              forks, orphans, lost and duplicated messages: whole database, or one lineage
-  (transcript, lineage, list, history and audit read only Postgres: they work while Temporal is down)
-  doctor                                         check Temporal, Postgres, search attributes, worker, LLM
-  help                                           this text (also --help, and <command> --help)
-
-numbers are plain decimal whole numbers from 1 to 2147483647 (--timeout: whole seconds)
-every command takes --json`;
-
-export const COMMANDS = [
-  'create',
-  'append',
-  'compact',
-  'transcript',
-  'lineage',
-  'state',
-  'close',
-  'delete',
-  'retention',
-  'list',
-  'history',
-  'audit',
-  'doctor',
-  'help',
-];
-
 export const OPTIONS = {
   json: { type: 'boolean' },
   source: { type: 'string' },
@@ -83,20 +41,32 @@ export type Printer = (value: unknown, human: () => string) => void;
 
 const fmtMs = (ms: number | null) => (ms === null ? '-' : ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`);
 
-export async function run(
-  client: SessionsClient,
-  command: string,
-  positionals: string[],
-  values: Record<string, string | boolean | undefined>,
-  print: Printer,
-  progressSink?: ProgressSink,
-) {
-  const sessionId = () => {
-    if (!positionals[0]) throw new UsageError(`${command} needs a session id`);
-    return positionals[0];
-  };
-  switch (command) {
-    case 'create': {
+/** What a command gets: the client, its positionals after the command, its flags, where to print. */
+interface CommandContext {
+  client: SessionsClient;
+  positionals: string[];
+  values: Record<string, string | boolean | undefined>;
+  print: Printer;
+  progressSink?: ProgressSink;
+  /** The first positional, or a UsageError naming the command. */
+  sessionId: () => string;
+}
+
+interface Command {
+  /** Its lines of the usage text. */
+  usage: string[];
+  /** What it does with a client; none for the commands main runs itself (doctor, help). */
+  run?: (context: CommandContext) => Promise<void>;
+}
+
+/** Every command, in the order of the usage text. */
+const TABLE: Record<string, Command> = {
+  create: {
+    usage: [
+      '  create <sessionId> [--source S] [--mode rotate|in_place] [--dialect openai-chat|openai-responses|openai-agents|anthropic|gemini]',
+      '         [--compact-at TOKENS|PERCENT%] [--model M] [--context-window TOKENS]',
+    ],
+    run: async ({ client, values, print, sessionId }) => {
       const compactAt = values['compact-at'] === undefined ? undefined : parseCompactAt(values['compact-at']);
       const contextWindow = wholeNumberOf(values, 'context-window');
       const created = await client.createSession({
@@ -109,15 +79,23 @@ export async function run(
         contextWindow,
       });
       return print(created, () => `created session ${created.sessionId} (${created.mode}, ${created.dialect}, tokens: ${created.tokenizer})`);
-    }
-    case 'append': {
+    },
+  },
+  append: {
+    usage: [
+      "  append <sessionId> [--file messages.json] [--append-key K]   JSON array of messages in the lineage's dialect (stdin without --file); a resend with the same key is stored once",
+    ],
+    run: async ({ client, values, print, sessionId }) => {
       const id = sessionId();
       const appended = await client.append(id, readJsonInput(values.file as string | undefined), {
         appendKey: values['append-key'] as string | undefined,
       });
       return print(appended, () => `appended ${appended.count} message(s) to ${appended.sessionId} (seq ${appended.firstSeq}-${appended.lastSeq})`);
-    }
-    case 'compact': {
+    },
+  },
+  compact: {
+    usage: ['  compact <sessionId> [--focus TOPIC] [--force] [--request-id ID] [--background] [--timeout SECONDS]'],
+    run: async ({ client, values, print, progressSink, sessionId }) => {
       const result = await withProgress(
         client,
         sessionId(),
@@ -139,8 +117,13 @@ export async function run(
           .filter(Boolean)
           .join('\n'),
       );
-    }
-    case 'transcript': {
+    },
+  },
+  transcript: {
+    usage: [
+      "  transcript <sessionId> [--all] [--provider]    the lineage head's messages as appended (--provider: as the next call sends them; --all: archived rows too)",
+    ],
+    run: async ({ client, values, print, sessionId }) => {
       const forProvider = values.provider === true;
       const transcript = await client.transcript(sessionId(), { includeArchived: values.all === true, for: forProvider ? 'provider' : 'stored' });
       const shape = values.all ? transcript : { sessionId: transcript.sessionId, dialect: transcript.dialect, messages: transcript.messages };
@@ -153,8 +136,11 @@ export async function run(
           ),
         ].join('\n'),
       );
-    }
-    case 'lineage': {
+    },
+  },
+  lineage: {
+    usage: ['  lineage <sessionId>                            root to head'],
+    run: async ({ client, print, sessionId }) => {
       const lineage = await client.lineage(sessionId());
       return print({ sessions: lineage.sessions }, () =>
         lineage.sessions
@@ -164,16 +150,25 @@ export async function run(
           )
           .join('\n'),
       );
-    }
-    case 'state': {
+    },
+  },
+  state: {
+    usage: ["  state <sessionId>                              the workflow's state query"],
+    run: async ({ client, print, sessionId }) => {
       const state = await client.state(sessionId());
       return print(state, () => JSON.stringify(state, null, 2));
-    }
-    case 'close': {
+    },
+  },
+  close: {
+    usage: ['  close <sessionId> [--timeout SECONDS]          finish the queue, close the lineage'],
+    run: async ({ client, values, print, sessionId }) => {
       await client.closeSession(sessionId(), { timeoutMs: timeoutOf(values) });
       return print({ closed: sessionId() }, () => `closed the lineage of ${sessionId()}`);
-    }
-    case 'delete': {
+    },
+  },
+  delete: {
+    usage: ['  delete <sessionId> --yes                       erase the lineage: every row in Postgres, every run of its workflow in Temporal'],
+    run: async ({ client, values, print, sessionId }) => {
       if (values.yes !== true) throw new UsageError(`delete erases every row of the lineage of ${sessionId()} and its workflow runs, for good: add --yes`);
       const erased = await client.deleteLineage(sessionId(), { timeoutMs: timeoutOf(values) });
       return print(
@@ -182,8 +177,14 @@ export async function run(
           `erased lineage ${erased.lineageId}: ${erased.sessions} session(s), ${erased.messages} message row(s), ${erased.compactions} audit row(s), ` +
           `${erased.appendKeys} append key(s), ${erased.workflowRuns} workflow run(s)`,
       );
-    }
-    case 'retention': {
+    },
+  },
+  retention: {
+    usage: [
+      '  retention run|schedule|off [--ended-days D] [--archived-days D] [--audit-days D] [--key-days D] [--batch N] [--every 24h]',
+      '                                                 prune old rows now, on a Temporal Schedule, or stop the schedule (README, "Your data")',
+    ],
+    run: async ({ client, positionals, values, print }) => {
       const action = positionals[0];
       const batch = wholeNumberOf(values, 'batch');
       if (action === 'off') {
@@ -207,8 +208,14 @@ export async function run(
         );
       }
       throw new UsageError('retention needs run, schedule or off');
-    }
-    case 'list': {
+    },
+  },
+  list: {
+    usage: [
+      '  list [--source S] [--search T] [--status live|closed] [--outcome O] [--after ID] [--limit N]',
+      '                                                 lineages, a page at a time',
+    ],
+    run: async ({ client, values, print }) => {
       const limit = wholeNumberOf(values, 'limit');
       const page = await client.listLineages({
         source: values.source as string | undefined,
@@ -230,8 +237,11 @@ export async function run(
           .filter(Boolean)
           .join('\n'),
       );
-    }
-    case 'history': {
+    },
+  },
+  history: {
+    usage: ['  history <sessionId>                            each compaction of the lineage: outcome, reason, tokens, attempts, duration'],
+    run: async ({ client, print, sessionId }) => {
       const detail = await client.history(sessionId());
       const compactions = detail.compactions.map((c) => ({
         id: c.id,
@@ -264,8 +274,14 @@ export async function run(
           .filter(Boolean)
           .join('\n'),
       );
-    }
-    case 'audit': {
+    },
+  },
+  audit: {
+    usage: [
+      '  audit [sessionId]                              forks, orphans, lost and duplicated messages: whole database, or one lineage',
+      '  (transcript, lineage, list, history and audit read only Postgres: they work while Temporal is down)',
+    ],
+    run: async ({ client, positionals, print }) => {
       const report = positionals[0] ? await client.auditLineage(positionals[0]) : await client.audit();
       const { details: _details, ...counts } = report;
       return print(report, () =>
@@ -273,8 +289,37 @@ export async function run(
           .map(([k, v]) => `${k}: ${v}`)
           .join('\n'),
       );
-    }
-    default:
-      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
-  }
+    },
+  },
+  doctor: { usage: ['  doctor                                         check Temporal, Postgres, search attributes, worker, LLM'] },
+  help: { usage: ['  help                                           this text (also --help, and <command> --help)'] },
+};
+
+export const COMMANDS = Object.keys(TABLE);
+
+export const USAGE = `usage: sessions <command> [options]
+
+commands:
+${Object.values(TABLE)
+  .flatMap((c) => c.usage)
+  .join('\n')}
+
+numbers are plain decimal whole numbers from 1 to 2147483647 (--timeout: whole seconds)
+every command takes --json`;
+
+export async function run(
+  client: SessionsClient,
+  command: string,
+  positionals: string[],
+  values: Record<string, string | boolean | undefined>,
+  print: Printer,
+  progressSink?: ProgressSink,
+): Promise<void> {
+  const entry = Object.hasOwn(TABLE, command) ? TABLE[command].run : undefined;
+  if (!entry) throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  const sessionId = () => {
+    if (!positionals[0]) throw new UsageError(`${command} needs a session id`);
+    return positionals[0];
+  };
+  await entry({ client, positionals, values, print, progressSink, sessionId });
 }
