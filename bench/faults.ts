@@ -133,8 +133,8 @@ export async function runFaults(
     log(`faults, ours: ${scenario}`);
     await sessions.createSession({ sessionId: id });
     await sessions.append(id, messages(40, id));
-    await sessions.state(id);
-    const auditBefore = await sessions.audit();
+    await sessions.operator.state(id);
+    const auditBefore = await sessions.operator.audit();
     const llmBefore = stack.llm.requests.length;
     const w = writer((batch) => sessions.append(id, batch));
     const answers: string[] = [];
@@ -150,7 +150,7 @@ export async function runFaults(
     const outcomes = await body({ compact });
     await llmQuiet(stack.llm);
     await w.stop();
-    const audit = await sessions.audit();
+    const audit = await sessions.operator.audit();
     const counts = await oursCounts(id);
     const llmCalls = stack.llm.requests.length - llmBefore;
     rows.push({

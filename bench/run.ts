@@ -191,7 +191,7 @@ async function main(): Promise<void> {
     await shapeHandle.executeUpdate(sameShapeUpdate, { args: [0] });
     const ids = Array.from({ length: SIZES.rounds }, (_, i) => `bench-lat-${i}`);
     await inBatches(ids, 10, (id) => newSession(id, 40));
-    for (const id of ids) await sessions.state(id); // workflows started and cached
+    for (const id of ids) await sessions.operator.state(id); // workflows started and cached
     await inBatches(ids, 10, (id) => newRefSession(`ref-lat-${id}`, 40));
     const lat = { update: [] as number[], sameShape: [] as number[], ours: [] as number[], transcriptRead: [] as number[], reference: [] as number[] };
     for (let r = 0; r < SIZES.rounds; r++) {
@@ -472,7 +472,7 @@ async function main(): Promise<void> {
             answersPerSecond: perSecond(callers, o.ms),
             outcomes: o.outcomes,
             errors: o.errors,
-            forks: (await sessions.audit()).forks,
+            forks: (await sessions.operator.audit()).forks,
           },
           floorB: { seconds: round(b.ms / 1000), answersPerSecond: perSecond(callers, b.ms), errors: b.errors },
           reference: {
@@ -568,8 +568,8 @@ async function main(): Promise<void> {
       for (let s = 0; s < SIZES.wakeSamples; s++) {
         await stopWorker();
         await startWorker(); // an empty cache: every lineage replays its current run on wake
-        await sessions.state(ids[0]); // the worker's first workflow task (its V8 context, its connections) is not a wake
-        for (const id of s % 2 ? [...wakeIds].reverse() : wakeIds) wake[id].push((await timed(() => sessions.state(id)))[0]);
+        await sessions.operator.state(ids[0]); // the worker's first workflow task (its V8 context, its connections) is not a wake
+        for (const id of s % 2 ? [...wakeIds].reverse() : wakeIds) wake[id].push((await timed(() => sessions.operator.state(id)))[0]);
       }
       results.wake = {
         maxCompactionsPerRun: SIZES.period,
@@ -603,10 +603,10 @@ async function main(): Promise<void> {
         await stopWorker();
         const w = await startWorker({ WORKER_MAX_CACHED_WORKFLOWS: String(count), BENCH_WORKER_OPTIONS: JSON.stringify({ reuseV8Context: reuse }) });
         const fresh = rssKiB(w.pid!);
-        const [loadMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.state(id)))); // each replays into the cache
+        const [loadMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.operator.state(id)))); // each replays into the cache
         const loaded = rssKiB(w.pid!);
         // Touch them all again: if any had been evicted, this would replay it (cache check).
-        const [touchMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.state(id))));
+        const [touchMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.operator.state(id))));
         memory[label] = {
           lineages: count,
           cacheSize: count,

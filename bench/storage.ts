@@ -94,9 +94,9 @@ async function main(): Promise<void> {
           console.error(`${mode}: ${n} compactions`);
         }
       }
-      const totals = await client.runRetention({ endedSessionDays: 0, archivedDays: 0 }, { batch: 5000 });
+      const totals = await client.operator.runRetention({ endedSessionDays: 0, archivedDays: 0 }, { batch: 5000 });
       const after = await measure(CHECKPOINTS[CHECKPOINTS.length - 1]);
-      const audit = await client.auditLineage(id);
+      const audit = await client.operator.auditLineage(id);
       if (audit.lostMessages + audit.sequenceGaps + audit.forks > 0) throw new Error(`audit of ${id} after retention: ${JSON.stringify(audit)}`);
       results[mode] = { beforeRetention: before, afterRetention: after };
       console.error(`${mode}: retention pruned ${totals.messages} rows in ${totals.batches} batch(es)`);

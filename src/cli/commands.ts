@@ -155,7 +155,7 @@ const TABLE: Record<string, Command> = {
   state: {
     usage: ["  state <sessionId>                              the workflow's state query"],
     run: async ({ client, print, sessionId }) => {
-      const state = await client.state(sessionId());
+      const state = await client.operator.state(sessionId());
       return print(state, () => JSON.stringify(state, null, 2));
     },
   },
@@ -188,11 +188,11 @@ const TABLE: Record<string, Command> = {
       const action = positionals[0];
       const batch = wholeNumberOf(values, 'batch');
       if (action === 'off') {
-        const stopped = await client.unscheduleRetention();
+        const stopped = await client.operator.unscheduleRetention();
         return print({ unscheduled: stopped }, () => (stopped ? 'retention is no longer scheduled' : 'retention was not scheduled'));
       }
       if (action === 'run') {
-        const totals = await client.runRetention(retentionPolicyOf(values), { batch });
+        const totals = await client.operator.runRetention(retentionPolicyOf(values), { batch });
         return print(totals, () =>
           Object.entries(totals)
             .map(([k, v]) => `${k}: ${v}`)
@@ -201,7 +201,7 @@ const TABLE: Record<string, Command> = {
       }
       if (action === 'schedule') {
         if (typeof values.every !== 'string') throw new UsageError('retention schedule needs --every, e.g. --every 24h');
-        const scheduled = await client.scheduleRetention(retentionPolicyOf(values), { batch, every: values.every });
+        const scheduled = await client.operator.scheduleRetention(retentionPolicyOf(values), { batch, every: values.every });
         return print(
           scheduled,
           () => `retention ${scheduled.created ? 'scheduled' : 'rescheduled'} every ${String(values.every)} (schedule ${scheduled.scheduleId})`,
@@ -217,7 +217,7 @@ const TABLE: Record<string, Command> = {
     ],
     run: async ({ client, values, print }) => {
       const limit = wholeNumberOf(values, 'limit');
-      const page = await client.listLineages({
+      const page = await client.operator.listLineages({
         source: values.source as string | undefined,
         search: values.search as string | undefined,
         status: values.status as 'live' | 'closed' | undefined,
@@ -242,7 +242,7 @@ const TABLE: Record<string, Command> = {
   history: {
     usage: ['  history <sessionId>                            each compaction of the lineage: outcome, reason, tokens, attempts, duration'],
     run: async ({ client, print, sessionId }) => {
-      const detail = await client.history(sessionId());
+      const detail = await client.operator.history(sessionId());
       const compactions = detail.compactions.map((c) => ({
         id: c.id,
         parentSessionId: c.parentSessionId,
@@ -282,7 +282,7 @@ const TABLE: Record<string, Command> = {
       '  (transcript, lineage, list, history and audit read only Postgres: they work while Temporal is down)',
     ],
     run: async ({ client, positionals, print }) => {
-      const report = positionals[0] ? await client.auditLineage(positionals[0]) : await client.audit();
+      const report = positionals[0] ? await client.operator.auditLineage(positionals[0]) : await client.operator.audit();
       const { details: _details, ...counts } = report;
       return print(report, () =>
         Object.entries(counts)

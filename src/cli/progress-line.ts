@@ -29,7 +29,7 @@ export async function withProgress<T>(client: SessionsClient, sessionId: string,
       await Promise.race([settled.catch(() => undefined), new Promise((r) => setTimeout(r, PROGRESS_POLL_MS))]);
       if (done) break;
       // Progress is best effort: a failed read never fails the compaction.
-      const progress = await client.progress(sessionId).catch(() => undefined);
+      const progress = await client.operator.progress(sessionId).catch(() => undefined);
       if (!done) sink.write(`compacting ${sessionId}: ${formatProgress(progress)}`);
     }
   })();

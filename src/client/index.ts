@@ -5,6 +5,8 @@ export {
   type CreateSessionOptions,
   type SessionsClientOptions,
 } from './sessions-client';
+export { OperatorClient, type LineageStateWithProgress } from './operator-client';
+export type { ClientCoreOptions } from './client-core';
 export { CompactingSession, type CompactingSessionOptions } from './agents-session';
 export * from '../errors';
 export type { ChatMessage, ContentPart, MessageRole, OtherContentPart, TextContentPart } from '../compaction/messages';

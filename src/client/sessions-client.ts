@@ -4,25 +4,18 @@
  * to the lineage's workflow as an Update (answered with the committed result) or a signal.
  */
 import { randomUUID } from 'node:crypto';
-import { Client, type Connection, WithStartWorkflowOperation } from '@temporalio/client';
-import * as queries from '../db/lineage-queries';
-import type { CompactionProgress } from './progress';
-import { deleteWorkflowRuns, lazyClientConnection, progressOfWorkflow } from './lineage-workflow';
-import { clientTracingInterceptors, installTracingFromConfig } from '../tracing';
+import { type Client, type Connection, WithStartWorkflowOperation } from '@temporalio/client';
+import { closeOwned, connectCore, type OwnedConnections, withCallerErrors } from './client-core';
+import { OperatorClient } from './operator-client';
+import { deleteWorkflowRuns } from './lineage-workflow';
 import { type MessageLimits, parseMessages } from '../compaction/message-schema';
 import { checkText, codePointLength } from '../compaction/text';
 import { isJsonObject } from '../compaction/json';
-import { type Ledger, ledgerFrom } from '../compaction/ledger';
-import { encryptedDataConverter, payloadKeysMissing } from '../codec/aes-gcm-codec';
-import { type Config, loadConfig } from '../config';
-import { type DatabaseHandle, openDatabase, readWithRetry } from '../db/database';
-import { typedDatabaseError } from '../db/postgres-errors';
+import type { Config } from '../config';
+import { type DatabaseHandle, readWithRetry } from '../db/database';
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
 import { LineagePoller } from './answer-poller';
-import * as retention from './retention';
-import type { RetentionOptions } from './retention';
-import type { RetentionPolicy, RetentionTotals } from '../workflows/retention';
 import { InvalidInputError, LineageClosedError, LineageErasedError } from '../errors';
 import { deadlineOf, resendWhileUnreachable, runEndedResendDelay, sleep, withDeadline } from './deadline';
 import { isRunEndedError, isUpdateLimitError, typedErrorFrom } from './rpc-errors';
@@ -43,8 +36,6 @@ import {
   lineageWorkflowId,
   requestResultQuery,
   requestStatusQuery,
-  type LineageState,
-  stateQuery,
 } from '../workflows/contract';
 import { DEFAULT_LINEAGE_SETTINGS, type LineageSettings } from '../workflows/settings';
 import type { sessionLineageWorkflow } from '../workflows/session-lineage';
@@ -114,10 +105,6 @@ export interface CompactOptions extends WaitOptions {
 }
 
 /** The state query's answer, with the progress of the compaction in flight (from its heartbeats). */
-export interface LineageStateWithProgress extends LineageState {
-  progress?: CompactionProgress;
-}
-
 /** What `compact` answers: the wire result, and the transcript to continue the conversation with. */
 export interface CompactResultWithTranscript extends CompactResult {
   /** The transcript of `sessionId`, the head after the call, exactly as stored. */
@@ -148,7 +135,7 @@ export class SessionsClient {
     private readonly config: Config,
     private readonly temporal: Client,
     private readonly database: DatabaseHandle,
-    private readonly owned: { connection?: Connection; database?: DatabaseHandle },
+    private readonly owned: OwnedConnections,
     private readonly settings: LineageSettings,
     private readonly messageLimits: MessageLimits,
     requestLostAfterMs: number,
@@ -156,22 +143,14 @@ export class SessionsClient {
   ) {
     this.unreachableTimeoutMs = unreachableTimeoutMs;
     this.requestLostAfterMs = requestLostAfterMs;
+    this.operator = new OperatorClient({ config, temporal, database });
   }
 
+  /** The operator's reads and retention (OperatorClient), over this client's connections. */
+  readonly operator: OperatorClient;
+
   static async connect(options: SessionsClientOptions = {}): Promise<SessionsClient> {
-    const config = options.config ?? loadConfig();
-    // Lazy: the commands that read only Postgres (transcript, lineage, list, history, audit) work while Temporal is down.
-    const connection = options.connection ?? lazyClientConnection(config.temporal);
-    const database = options.database ?? openDatabase(config.databaseUrl);
-    const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
-    installTracingFromConfig(config);
-    const tracing = clientTracingInterceptors();
-    const temporal = new Client({
-      connection,
-      namespace: config.temporal.namespace,
-      ...(encrypted ? { dataConverter: encrypted } : {}),
-      ...(tracing ? { interceptors: { workflow: tracing } } : {}),
-    });
+    const { config, temporal, database, owned } = connectCore(options);
     // Every setting is fixed in the lineage's start input, so a later change of a default
     // cannot change how an open lineage's history replays.
     const settings: LineageSettings = {
@@ -181,15 +160,7 @@ export class SessionsClient {
       maxAttempts: config.compaction.maxAttempts,
       ...options.settings,
     };
-    return new SessionsClient(
-      config,
-      temporal,
-      database,
-      { connection: options.connection ? undefined : connection, database: options.database ? undefined : database },
-      settings,
-      options.messageLimits ?? config.messageLimits,
-      options.requestLostAfterMs ?? 30_000,
-    );
+    return new SessionsClient(config, temporal, database, owned, settings, options.messageLimits ?? config.messageLimits, options.requestLostAfterMs ?? 30_000);
   }
 
   /** Creates a session (the root of a new lineage) and starts its workflow. Idempotent. */
@@ -570,21 +541,6 @@ export class SessionsClient {
     return { ...erased, workflowRuns };
   }
 
-  /** Runs retention once, now (src/client/retention.ts), and answers what it pruned. */
-  runRetention(policy: RetentionPolicy, options: RetentionOptions = {}): Promise<RetentionTotals> {
-    return retention.runRetention(this.temporal, this.config.temporal.taskQueue, policy, options);
-  }
-
-  /** Has Temporal run retention every `every` ('24h'): a Temporal Schedule, created or updated. */
-  scheduleRetention(policy: RetentionPolicy, options: RetentionOptions & { every: string }) {
-    return retention.scheduleRetention(this.temporal, this.config.temporal.taskQueue, policy, options);
-  }
-
-  /** Stops scheduled retention (false when none was scheduled). */
-  unscheduleRetention(): Promise<boolean> {
-    return retention.unscheduleRetention(this.temporal);
-  }
-
   /**
    * Waits for the answer to a request sent with requestCompaction (or by an append's
    * threshold), at most `timeoutMs` (CallTimeoutError). A request the workflow never got, or
@@ -599,64 +555,6 @@ export class SessionsClient {
   async result(sessionId: string, requestId: string): Promise<CompactResult | null> {
     const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
     return this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId)).query(requestResultQuery, requestId);
-  }
-
-  /** The workflow's state query, plus `progress` of the compaction in flight (from its heartbeats). */
-  async state(sessionId: string): Promise<LineageStateWithProgress> {
-    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
-    const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
-    const [state, progress] = await Promise.all([handle.query(stateQuery), progressOfWorkflow(this.temporal, lineageWorkflowId(lineage.lineageId))]);
-    return progress ? { ...state, progress } : state;
-  }
-
-  /**
-   * The progress of the lineage's running compaction, or undefined when none runs. Read from
-   * the workflow's description: the pending compactSession activity's last heartbeat details,
-   * decoded with this client's data converter (so encrypted details decode too).
-   */
-  async progress(sessionId: string): Promise<CompactionProgress | undefined> {
-    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
-    return progressOfWorkflow(this.temporal, lineageWorkflowId(lineage.lineageId));
-  }
-
-  /** Lineages, a page at a time (Postgres only). */
-  async listLineages(options: queries.ListLineagesOptions = {}): Promise<queries.LineagePage> {
-    return readWithRetry(() => queries.listLineages(this.database.db, options));
-  }
-
-  /** The lineage of a session with every compaction, oldest first (Postgres only). */
-  async history(sessionId: string): Promise<queries.LineageDetail> {
-    checkSessionId(sessionId);
-    return readWithRetry(() => queries.lineageDetail(this.database.db, sessionId));
-  }
-
-  /** One compaction with the parent transcript and what it produced (Postgres only). */
-  async compaction(compactionId: string): Promise<queries.CompactionDetail> {
-    if (typeof compactionId !== 'string' || compactionId.length === 0 || compactionId.length > 300)
-      throw new InvalidInputError('compactionId', 'must be a string of 1 to 300 characters');
-    return readWithRetry(() => queries.compactionDetail(this.database.db, compactionId));
-  }
-
-  /** The namespace and workflow id of a lineage, for links to the Temporal Web UI. */
-  workflowLocation(lineageId: string): { namespace: string; workflowId: string } {
-    return { namespace: this.config.temporal.namespace, workflowId: lineageWorkflowId(lineageId) };
-  }
-
-  /**
-   * The ledger the lineage's head carries (src/compaction/ledger.ts): the user's requests and
-   * corrections, files, commands, open errors and identifiers its compactions kept, as JSON;
-   * null before the first compaction (Postgres only).
-   */
-  async ledger(sessionId: string): Promise<Ledger | null> {
-    checkSessionId(sessionId);
-    const stored = await readWithRetry(() => store.sessionLedger(this.database.db, sessionId));
-    return stored === null ? null : ledgerFrom(stored);
-  }
-
-  /** The integrity audit of one lineage (Postgres only). */
-  async auditLineage(sessionId: string): Promise<store.AuditReport & { lineageId: string }> {
-    checkSessionId(sessionId);
-    return queries.auditLineage(this.database.db, sessionId);
   }
 
   /**
@@ -679,19 +577,8 @@ export class SessionsClient {
     return readWithRetry(() => store.lineageSessions(this.database.db, sessionId));
   }
 
-  async audit(): Promise<store.AuditReport> {
-    return store.audit(this.database.db);
-  }
-
-  /** The workflow handle of a session's lineage, for operators and tests. */
-  async workflowHandle(sessionId: string) {
-    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
-    return this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
-  }
-
   async close(): Promise<void> {
-    await this.owned.database?.close();
-    await this.owned.connection?.close();
+    await closeOwned(this.owned);
   }
 
   private startOptions(lineage: store.LineageInfo) {
@@ -699,31 +586,4 @@ export class SessionsClient {
   }
 }
 
-/**
- * What a caller of the library sees of a failure: an answer it cannot read for want of payload
- * keys as a PayloadKeysMissingError; a database failure as a typed error that carries no
- * statement parameter (src/db/postgres-errors.ts: drizzle's own error holds the whole appended batch);
- * every other error as it is.
- */
-function callerError(error: unknown, databaseUrl: string): unknown {
-  return payloadKeysMissing(error) ?? typedDatabaseError(error, databaseUrl);
-}
-
-// Every method's failure goes through callerError, whichever statement or call it came from.
-for (const name of Object.getOwnPropertyNames(SessionsClient.prototype)) {
-  const descriptor = Object.getOwnPropertyDescriptor(SessionsClient.prototype, name);
-  if (name === 'constructor' || typeof descriptor?.value !== 'function') continue;
-  const method = descriptor.value as (this: SessionsClient, ...args: unknown[]) => unknown;
-  Object.defineProperty(SessionsClient.prototype, name, {
-    ...descriptor,
-    value(this: SessionsClient, ...args: unknown[]): unknown {
-      const databaseUrl = (this as unknown as { config: Config }).config.databaseUrl;
-      try {
-        const result = method.apply(this, args);
-        return result instanceof Promise ? result.catch((error: unknown) => Promise.reject(callerError(error, databaseUrl))) : result;
-      } catch (error) {
-        throw callerError(error, databaseUrl);
-      }
-    },
-  });
-}
+withCallerErrors(SessionsClient.prototype, (client) => (client as unknown as { config: Config }).config.databaseUrl);

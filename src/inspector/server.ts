@@ -21,6 +21,7 @@ import { CompactionNotFoundError, InvalidInputError, SessionNotFoundError } from
 import { parseWholeNumber } from '../client/numbers';
 import { formatProgress } from '../client/progress';
 import { SessionsClient } from '../client/sessions-client';
+import type { OperatorClient } from '../client/operator-client';
 
 type Html = HtmlEscapedString | Promise<HtmlEscapedString>;
 
@@ -88,7 +89,7 @@ function contentText(row: Pick<TranscriptRow, 'message'>): string {
   return JSON.stringify(rest, null, 2);
 }
 
-function listPage(result: Awaited<ReturnType<SessionsClient['listLineages']>>, filters: ListLineagesOptions): Html {
+function listPage(result: Awaited<ReturnType<OperatorClient['listLineages']>>, filters: ListLineagesOptions): Html {
   const query = (after: string) => {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries({ q: filters.search, source: filters.source, status: filters.status, outcome: filters.lastOutcome }))
@@ -190,7 +191,7 @@ ${c.ledger ? html`<h2>Ledger</h2><p>what the compaction kept deterministically, 
 
 async function livePanel(client: SessionsClient, lineageId: string): Promise<Html> {
   try {
-    const state = await client.state(lineageId);
+    const state = await client.operator.state(lineageId);
     return html`<div id="live-state">queue: ${state.queue.length} request(s)${state.queue.map((q) => html` <code>${q.requestId}</code>`)} ·
 ${state.inFlight ? html`in flight: job <code>${state.inFlight.jobId}</code> on <code>${state.inFlight.sessionId}</code> (${state.inFlight.requestIds.length} request(s))` : 'nothing in flight'}
 ${state.progress ? html` · <span id="progress">${formatProgress(state.progress)}</span>` : ''}
@@ -282,7 +283,7 @@ export function createInspectorApp(options: InspectorOptions): Hono {
       after: q('after'),
       limit: q('limit') === undefined ? 50 : parseWholeNumber(q('limit'), 'limit'),
     };
-    return c.html(listPage(await client.listLineages(filters), filters));
+    return c.html(listPage(await client.operator.listLineages(filters), filters));
   });
   // An id that cannot exist (bad characters, too long) is as unknown as a well-formed one.
   const orNotFound = async <T>(id: string, read: () => Promise<T>): Promise<T> => {
@@ -294,13 +295,13 @@ export function createInspectorApp(options: InspectorOptions): Hono {
     }
   };
   app.get('/lineages/:id', async (c) => {
-    const detail = await orNotFound(c.req.param('id'), () => client.history(c.req.param('id')));
-    const { namespace, workflowId } = client.workflowLocation(detail.lineage.lineageId);
+    const detail = await orNotFound(c.req.param('id'), () => client.operator.history(c.req.param('id')));
+    const { namespace, workflowId } = client.operator.workflowLocation(detail.lineage.lineageId);
     const webUi = `${options.temporalUiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
     return c.html(lineagePage(detail, webUi));
   });
   app.get('/lineages/:id/live', async (c) => c.html(await livePanel(client, c.req.param('id'))));
-  app.get('/compactions/:id', async (c) => c.html(compactionPage(await orNotFound(c.req.param('id'), () => client.compaction(c.req.param('id'))))));
+  app.get('/compactions/:id', async (c) => c.html(compactionPage(await orNotFound(c.req.param('id'), () => client.operator.compaction(c.req.param('id'))))));
   app.get('/healthz', (c) => c.text('ok'));
   app.notFound((c) => notFound(c, `nothing at ${c.req.path}`));
   return app;

@@ -90,7 +90,7 @@ describe('the transaction semantics of the SDK reference session', () => {
     // An empty append records its id too.
     await session.applyHistoryTransaction({ operationId: 'e-1', transaction: { type: 'append_items', items: [] } });
     await expect(session.applyHistoryTransaction({ operationId: 'e-1', transaction: { type: 'append_items', items: [a] } })).rejects.toThrow(InvalidInputError);
-    const audit = await stack().client.auditLineage(await session.getSessionId());
+    const audit = await stack().client.operator.auditLineage(await session.getSessionId());
     expect([audit.forks, audit.lostMessages, audit.duplicatedMessages, audit.sequenceGaps]).toEqual([0, 0, 0, 0]);
   });
 
@@ -111,7 +111,7 @@ describe('the transaction semantics of the SDK reference session', () => {
     expect(await session.getItems()).toEqual([user('again')]);
     const lineage = await stack().client.lineage(id);
     expect(lineage.sessions).toHaveLength(1);
-    const audit = await stack().client.auditLineage(id);
+    const audit = await stack().client.operator.auditLineage(id);
     expect([audit.forks, audit.lostMessages, audit.sequenceGaps]).toEqual([0, 0, 0]);
   });
 
@@ -246,7 +246,7 @@ describe('the SDK Runner on a compacting session', () => {
     const mine = head.filter((m) => !agents.isSummary(m) && stored.has(canonicalJson(m)));
     expect(mine.length).toBeGreaterThan(0);
     expect(strictProviderCheck('openai-agents', head)).toBeUndefined();
-    const audit = await stack().client.auditLineage(id);
+    const audit = await stack().client.operator.auditLineage(id);
     expect([audit.forks, audit.orphans, audit.lostMessages, audit.duplicatedMessages, audit.sequenceGaps]).toEqual([0, 0, 0, 0, 0]);
     console.log(
       `agents-session: ${requests.length}+${childReport.turns} turns, ${agent.model.inputs.length}+${childReport.requests} model requests, ` +

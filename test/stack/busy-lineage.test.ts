@@ -116,7 +116,7 @@ describe('a busy lineage', () => {
     // Once the writers stop, the lineage settles under the threshold within a bounded number of jobs.
     const deadline = Date.now() + 60_000;
     for (;;) {
-      const state = await stack().client.state(id);
+      const state = await stack().client.operator.state(id);
       const [lineage] = await rowsOf(sql`select head_session_id from lineages where id = ${id}`);
       if (!state.inFlight && state.queue.length === 0 && state.headSessionId === lineage.head_session_id) {
         await measure(state.headSessionId);

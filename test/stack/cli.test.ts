@@ -246,7 +246,7 @@ describe('sessions: numbers from the command line', () => {
       });
       expect(result.stderr.trim().split('\n'), args.join(' ')).toEqual([expect.stringMatching(new RegExp(`^error: invalid ${flag}: `))]);
     }
-    expect((await stack().client.listLineages({ search: id })).lineages).toEqual([]);
+    expect((await stack().client.operator.listLineages({ search: id })).lineages).toEqual([]);
   });
 
   it('takes plain whole numbers and percentages', async () => {

@@ -49,14 +49,14 @@ describe('one workflow per lineage', () => {
     const root = await sessionWith(12);
     const first = await stack().client.compact(root);
     const child = first.sessionId;
-    expect((await stack().client.workflowHandle(child)).workflowId).toBe(lineageWorkflowId(root));
-    expect((await stack().client.workflowHandle(root)).workflowId).toBe(lineageWorkflowId(root));
+    expect((await stack().client.operator.workflowHandle(child)).workflowId).toBe(lineageWorkflowId(root));
+    expect((await stack().client.operator.workflowHandle(root)).workflowId).toBe(lineageWorkflowId(root));
 
     await stack().client.append(root, conversation(12).slice(1)); // lands in the head
     const requestId = await stack().client.requestCompaction(child);
     const answer = await stack().client.waitForResult(child, requestId);
     expect(answer).toMatchObject({ outcome: 'compacted', sessionId: `${root}--g2`, previousSessionId: child, requestId });
-    const state = await (await stack().client.workflowHandle(root)).query(stateQuery);
+    const state = await (await stack().client.operator.workflowHandle(root)).query(stateQuery);
     expect(state).toMatchObject({ headSessionId: `${root}--g2`, generation: 2, compactions: 2, queue: [] });
   });
 
@@ -260,6 +260,6 @@ describe('audit', () => {
     // What the local LLM reported for the summary of this job (the last request it answered).
     expect(compacted.summariserPromptTokens).toBe(stack().llm.requests.at(-1)!.usage.prompt_tokens);
     expect(compacted.finishedAt!.getTime()).toBeGreaterThanOrEqual(compacted.startedAt.getTime());
-    expect(await stack().client.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0 });
+    expect(await stack().client.operator.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0 });
   });
 });

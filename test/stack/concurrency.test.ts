@@ -49,7 +49,7 @@ describe('concurrent compactions of one head', () => {
     expect(jobs).toHaveLength(1);
     expect(stack().llm.requests.length).toBeGreaterThanOrEqual(1);
     expect(stack().llm.requests.length).toBeLessThanOrEqual(jobs[0].attempts);
-    expect(await stack().client.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0 });
+    expect(await stack().client.operator.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0 });
   });
 
   it('two independent clients (the reference incident: main turn and review fork) rotate at most once', async () => {
@@ -156,7 +156,7 @@ describe('writers that bypass the workflow', () => {
     ).rows;
     await pool.end();
     expect(stranded).toEqual([]);
-    expect((await stack().client.audit()).writesAfterEnd).toBe(0);
+    expect((await stack().client.operator.audit()).writesAfterEnd).toBe(0);
     // The race was exercised: some writes met a session that had just ended.
     expect(refused).toBeGreaterThan(0);
   });

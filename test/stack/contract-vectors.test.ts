@@ -193,7 +193,7 @@ describe('the data plane SQL functions', () => {
       await stack().client.createSession({ sessionId: head });
       await stack().client.append(head, [{ role: 'user', content: 'hello' }]);
       const request = Object.fromEntries(Object.entries(vector.request).map(([k, v]) => [k, v === '$HEAD' ? head : v === '$1001' ? 'x'.repeat(1001) : v]));
-      const handle = await stack().client.workflowHandle(head);
+      const handle = await stack().client.operator.workflowHandle(head);
       const error = await handle.executeUpdate(compactUpdate, { args: [request as never] }).catch((e) => e);
       expect(error.cause).toMatchObject({ type: vector.type });
       if (vector.field) expect(error.cause.message).toContain(`invalid ${vector.field}:`);

@@ -56,7 +56,7 @@ const none = { lineages: 0, sessions: 0, messages: 0, compactions: 0, appendKeys
 
 /** The lineage workflow's runs, as Temporal's visibility lists them (waits for the first to be listed). */
 async function runIdsOf(lineageId: string): Promise<string[]> {
-  const { workflowId } = stack().client.workflowLocation(lineageId);
+  const { workflowId } = stack().client.operator.workflowLocation(lineageId);
   for (let i = 0; i < 100; i++) {
     const runs: string[] = [];
     for await (const run of stack().temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(run.runId);
@@ -119,7 +119,7 @@ describe('deleteLineage', () => {
     expect(await rowsOf(id)).toEqual(none);
     // Temporal deletes executions in the background (the dev server within about a minute):
     // checked at the end of this file, while the other tests run.
-    erasedRun = { workflowId: stack().client.workflowLocation(id).workflowId, runIds: before.runIds };
+    erasedRun = { workflowId: stack().client.operator.workflowLocation(id).workflowId, runIds: before.runIds };
     expect(erased.workflowRuns).toBe(before.runIds.length);
     gone = waitUntilGone(erasedRun);
     await expect(stack().client.transcript(id)).rejects.toThrow(/does not exist/);
@@ -128,7 +128,7 @@ describe('deleteLineage', () => {
     expect(again.mode).toBe('in_place');
     expect((await stack().client.transcript(id)).messages).toEqual([]);
     await grow(id, 1);
-    const audit = await stack().client.auditLineage(id);
+    const audit = await stack().client.operator.auditLineage(id);
     expect([audit.forks, audit.lostMessages, audit.sequenceGaps, audit.duplicatedByKey]).toEqual([0, 0, 0, 0]);
   });
 
@@ -174,13 +174,13 @@ describe('retention', () => {
             where s.lineage_id in (${rotate}, ${inPlace}) and (s.ended_at is not null or m.archived_at is not null)`);
     expect(await dead()).toBeGreaterThan(20);
 
-    const totals = await stack().client.runRetention({ endedSessionDays: 0, archivedDays: 0 }, { batch: 7 });
+    const totals = await stack().client.operator.runRetention({ endedSessionDays: 0, archivedDays: 0 }, { batch: 7 });
     expect(totals.batches).toBeGreaterThanOrEqual(3);
     expect(await dead()).toBe(0);
     expect(await stack().client.transcript(rotate)).toEqual(heads.rotate);
     expect(await stack().client.transcript(inPlace)).toEqual(heads.inPlace);
     for (const id of [rotate, inPlace]) {
-      const audit = await stack().client.auditLineage(id);
+      const audit = await stack().client.operator.auditLineage(id);
       expect([audit.forks, audit.orphans, audit.lostMessages, audit.duplicatedMessages, audit.sequenceGaps], id).toEqual([0, 0, 0, 0, 0]);
       // Without its pruned ranges the lineage would miss sequence numbers: the ranges are what the audit needed.
       const present = await n(sql`select count(distinct m.lineage_seq) as n from messages m join sessions s on s.id = m.session_id
@@ -192,14 +192,14 @@ describe('retention', () => {
     // The lineages compact on after retention.
     await stack().client.append(rotate, messyTranscript('openai-chat', 77, 4).slice(1));
     expect((await stack().client.compact(await headOf(rotate), { force: true })).outcome).toBe('compacted');
-    expect((await stack().client.auditLineage(rotate)).lostMessages).toBe(0);
+    expect((await stack().client.operator.auditLineage(rotate)).lostMessages).toBe(0);
   });
 
   it('runs on a Temporal Schedule, which can be removed', async () => {
     const id = uniqueId('scheduled');
     await stack().client.createSession({ sessionId: id });
     await grow(id, 2);
-    const scheduled = await stack().client.scheduleRetention({ endedSessionDays: 0, auditDays: 0, appendKeyDays: 0 }, { every: '24h' });
+    const scheduled = await stack().client.operator.scheduleRetention({ endedSessionDays: 0, auditDays: 0, appendKeyDays: 0 }, { every: '24h' });
     try {
       expect(scheduled.created).toBe(true);
       const handle = stack().temporal.schedule.getHandle(scheduled.scheduleId);
@@ -222,7 +222,7 @@ describe('retention', () => {
         let bound: NodeJS.Timeout | undefined;
         const refused = await Promise.race([
           stack()
-            .client.runRetention({ endedSessionDays: 0 })
+            .client.operator.runRetention({ endedSessionDays: 0 })
             .then(
               () => undefined,
               (error: unknown) => error,
@@ -241,11 +241,11 @@ describe('retention', () => {
       expect(
         await n(sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.lineage_id = ${id} and s.ended_at is not null`),
       ).toBe(0);
-      expect((await stack().client.auditLineage(id)).lostMessages).toBe(0);
+      expect((await stack().client.operator.auditLineage(id)).lostMessages).toBe(0);
     } finally {
-      expect(await stack().client.unscheduleRetention()).toBe(true);
+      expect(await stack().client.operator.unscheduleRetention()).toBe(true);
     }
-    expect(await stack().client.unscheduleRetention()).toBe(false);
+    expect(await stack().client.operator.unscheduleRetention()).toBe(false);
   });
 });
 

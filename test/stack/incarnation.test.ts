@@ -169,7 +169,7 @@ describe('a lineage erased and created again', () => {
       expect(await n(sql`select count(*) as n from messages where session_id like ${`${id}%`} and archived_at is not null`)).toBe(0);
       const { rows } = await stack().db.db.execute(sql`select body from messages where session_id like ${`${id}%`} order by session_id, seq`);
       expect(rows.map((r) => (r as { body: unknown }).body)).toEqual(newBatch);
-      const audit = await stack().client.auditLineage(id);
+      const audit = await stack().client.operator.auditLineage(id);
       expect([audit.forks, audit.lostMessages, audit.sequenceGaps, audit.duplicatedByKey]).toEqual([0, 0, 0, 0]);
 
       // A client that creates the id again writes to the new lineage; the new lineage compacts.
@@ -271,7 +271,7 @@ describe('a lineage erased and created again', () => {
       await summaryArrived;
       const [jobId] = [...activities.keys()].filter((a) => a.includes(`/${id}/`));
       // Attempt 1 summarises on; Temporal holds its heartbeat naming the incarnation it began on.
-      const handle = stack().temporal.workflow.getHandle(stack().client.workflowLocation(id).workflowId);
+      const handle = stack().temporal.workflow.getHandle(stack().client.operator.workflowLocation(id).workflowId);
       await until('the heartbeat naming the incarnation', async () => {
         const { raw: described } = await handle.describe();
         const payloads = described.pendingActivities?.[0]?.heartbeatDetails?.payloads ?? [];

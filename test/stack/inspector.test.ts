@@ -115,7 +115,7 @@ describe('the inspector', () => {
     expect(await page.locator('#lineages tbody tr').count()).toBe(0);
     expect((await page.goto(`${inspector.url}/lineages/${encodeURIComponent("'; drop table lineages; --")}`))?.status()).toBe(404);
     // The table is still there and so are the lineages.
-    expect((await stack().client.listLineages({ limit: 200 })).lineages.length).toBeGreaterThan(0);
+    expect((await stack().client.operator.listLineages({ limit: 200 })).lineages.length).toBeGreaterThan(0);
     expect((await page.goto(`${inspector.url}/?status=bogus`))?.status()).toBe(400);
   });
 });

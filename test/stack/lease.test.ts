@@ -95,7 +95,7 @@ describe('the summariser lease', () => {
     const transcript = await s.client.transcript(root);
     expect(transcript.messages).toEqual(result.messages);
     expect(JSON.stringify(transcript.messages)).not.toContain('Late summary');
-    expect(await s.client.audit()).toMatchObject({ forks: 0, orphans: 0 });
+    expect(await s.client.operator.audit()).toMatchObject({ forks: 0, orphans: 0 });
   });
 
   it("an attempt frozen before its first write past the TTL writes nothing when it wakes; callers get the retry's commit", async () => {
@@ -114,7 +114,7 @@ describe('the summariser lease', () => {
       const root = await newSession(s);
       // The run's first task (its closed-lineage check reads Postgres) is done: what the proxy
       // holds next is the summarise activity's first write.
-      await (await s.client.workflowHandle(root)).query(stateQuery);
+      await (await s.client.operator.workflowHandle(root)).query(stateQuery);
       proxy.pause();
       s.llm.setDefault({ chunks: 8, chunkDelayMs: TTL_MS / 4 }); // the retry is still summarising (streaming) when A wakes
       const pending = s.client.compact(root);
@@ -139,7 +139,7 @@ describe('the summariser lease', () => {
       const [row] = await auditRows(s.db.db, root);
       expect(row).toMatchObject({ outcome: 'compacted', childSessionId: `${root}--g1` });
       expect(row.attempts).toBeGreaterThanOrEqual(2);
-      expect((await s.client.audit()).lostMessages).toBe(0);
+      expect((await s.client.operator.audit()).lostMessages).toBe(0);
     } finally {
       await proxy.close();
       await llmOfA.close();

@@ -64,7 +64,7 @@ describe.each(DIALECT_NAMES)('ledger and masking on the real stack (%s)', (name)
       expect(row.ledger.requests.length).toBeGreaterThan(0);
     }
     // The caller reads the same ledger: from the lineage's history (the audit rows) and the head's.
-    const history = await stack().client.history(head);
+    const history = await stack().client.operator.history(head);
     expect(history.compactions.at(-1)?.ledger).toEqual(rows.at(-1)?.ledger);
     expect(history.lineage.ledger).toEqual(rows.at(-1)?.ledger);
   });
@@ -93,7 +93,7 @@ describe.each(DIALECT_NAMES)('ledger and masking on the real stack (%s)', (name)
     const [{ id: jobId }] = (await stack().db.db.execute(sql`select id from compactions where lineage_id = ${id} and rung = 'masking'`)).rows as Array<{
       id: string;
     }>;
-    const detail = await stack().client.compaction(jobId);
+    const detail = await stack().client.operator.compaction(jobId);
     const kinds = detail.result.map((r) => r.kind);
     expect(kinds.filter((k) => k === 'masked')).toHaveLength(replaced.length);
     expect(detail.result.filter((r) => r.kind === 'masked').map((r) => r.message)).toEqual(replaced);
@@ -102,7 +102,7 @@ describe.each(DIALECT_NAMES)('ledger and masking on the real stack (%s)', (name)
     expect(fates.filter((f) => f === 'masked')).toHaveLength(replaced.length);
     expect(fates.filter((f) => f !== 'masked').every((f) => f === 'kept')).toBe(true);
     // The originals are archived with the lineage: the audit finds nothing lost.
-    const report = await stack().client.auditLineage(id);
+    const report = await stack().client.operator.auditLineage(id);
     expect(report.lostMessages).toBe(0);
     // A forced compaction summarises (masking never answers a forced one); the ledger reads the outcomes the placeholders kept.
     stack().llm.setDefault({ text: LOSSY });

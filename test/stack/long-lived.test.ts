@@ -68,7 +68,7 @@ describe('continue-as-new', () => {
       expect(new Set(ids).size).toBe(ids.length);
       expect(rows.filter((r) => r.outcome === 'compacted').map((r) => r.generation)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
       expect(stack().llm.requests).toHaveLength(8);
-      const state = await client.state(root);
+      const state = await client.operator.state(root);
       expect(state).toMatchObject({ headSessionId: head, generation: 8, compactions: 8 });
     });
   });
@@ -116,7 +116,7 @@ describe('continue-as-new under sustained load', () => {
         select r.id from compactions c, jsonb_array_elements_text(c.request_ids) as r(id)
         where c.lineage_id = ${root} group by r.id having count(*) > 1`);
       expect(twice.rows).toEqual([]);
-      expect(await client.audit()).toMatchObject({ forks: 0, orphans: 0, lostMessages: 0, duplicatedMessages: 0 });
+      expect(await client.operator.audit()).toMatchObject({ forks: 0, orphans: 0, lostMessages: 0, duplicatedMessages: 0 });
     });
   });
 });
@@ -165,8 +165,8 @@ describe('idle lineages', () => {
       // A caller still holding the old head is stale in the new run too.
       expect(await client.compact(root)).toMatchObject({ outcome: 'stale', sessionId: second.sessionId });
       // The count survives the restart: it is the lineage's generation, not a counter of the run.
-      expect(await client.state(root)).toMatchObject({ generation: 2, compactions: 2 });
-      const handle = await client.workflowHandle(root);
+      expect(await client.operator.state(root)).toMatchObject({ generation: 2, compactions: 2 });
+      const handle = await client.operator.workflowHandle(root);
       const deadlineSa = Date.now() + 10_000;
       let count: unknown;
       while (Date.now() < deadlineSa) {

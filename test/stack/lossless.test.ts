@@ -68,7 +68,7 @@ describe.each(DIALECT_NAMES.flatMap((d) => (['rotate', 'in_place'] as const).map
       result.messages.forEach((m, i) => expect(jsonEqual(m, head[i])).toBe(true));
       if (round === 1) await append(withUnknownFields(messyTranscript(name, 100 + name.length, 8), 12));
     }
-    const audit = await stack().client.auditLineage(id);
+    const audit = await stack().client.operator.auditLineage(id);
     expect([audit.forks, audit.orphans, audit.lostMessages, audit.duplicatedMessages, audit.sequenceGaps]).toEqual([0, 0, 0, 0, 0]);
   });
 });

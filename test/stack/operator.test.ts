@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { AesGcmPayloadCodec, parseEncryptionKeys } from '../../src/codec/aes-gcm-codec';
 import { createCodecServer } from '../../src/codec/codec-server';
 import { main } from '../../src/cli/main';
-import type { LineageStateWithProgress } from '../../src/client/sessions-client';
+import type { LineageStateWithProgress } from '../../src/client/operator-client';
 import { formatProgress, progressFromPendingActivity } from '../../src/client/progress';
 import { bindAddress, loadConfig, PROJECT_ROOT } from '../../src/config';
 import { freePort } from '../../src/dev/temporal-server';
@@ -44,7 +44,7 @@ describe('progress of a running compaction', () => {
     let seen: LineageStateWithProgress;
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const state = await stack().client.state(id);
+      const state = await stack().client.operator.state(id);
       if (state.progress?.phase === 'summarising' && (state.progress.streamedChars ?? 0) > 0) {
         seen = state;
         break;
@@ -55,7 +55,7 @@ describe('progress of a running compaction', () => {
     expect(seen.inFlight).toBeDefined();
     expect(seen.progress).toMatchObject({ phase: 'summarising', chunk: 1, chunks: 1, attempt: 1, elapsedMs: expect.any(Number) });
     expect((await pending).outcome).toBe('compacted');
-    expect((await stack().client.state(id)).progress).toBeUndefined();
+    expect((await stack().client.operator.state(id)).progress).toBeUndefined();
   });
 
   it('sessions compact draws a progress line on a terminal, and nothing without one or with --json', async () => {
@@ -191,8 +191,8 @@ describe('per-lineage commands', () => {
     await stack().client.append(id, [...conversation(12), { role: 'user', content: lastRequest }]);
     stack().llm.setDefault({ text: 'IN-PLACE-SUMMARY-5521' });
     expect((await stack().client.compact(id)).outcome).toBe('compacted');
-    const [job] = (await stack().client.history(id)).compactions;
-    const detail = await stack().client.compaction(job.id);
+    const [job] = (await stack().client.operator.history(id)).compactions;
+    const detail = await stack().client.operator.compaction(job.id);
     expect(detail.summary).toContain('IN-PLACE-SUMMARY-5521');
     expect(detail.parent).toHaveLength(job.messagesBefore!);
     expect(detail.result).toHaveLength(job.messagesAfter!);
@@ -207,7 +207,7 @@ describe('per-lineage commands', () => {
     expect([Math.min(...summarisedSeqs), Math.max(...summarisedSeqs)]).toEqual([detail.summarised.fromSeq, detail.summarised.toSeq]);
     expect(detail.summarised.fromSeq).toBeGreaterThan(1);
     expect(detail.summarised.toSeq).toBeLessThan(job.messagesBefore!);
-    await expect(stack().client.compaction('no-such-job')).rejects.toThrow(/compaction "no-such-job" does not exist/);
+    await expect(stack().client.operator.compaction('no-such-job')).rejects.toThrow(/compaction "no-such-job" does not exist/);
   });
 
   it('the per-lineage audit catches a duplicated row in that lineage only', async () => {
@@ -223,8 +223,8 @@ describe('per-lineage commands', () => {
       insert into messages (session_id, seq, role, body, token_estimate, lineage_seq)
       select session_id, 1000, role, body, token_estimate, lineage_seq from messages where session_id = ${a} and seq = 2 returning id`);
     expect(inserted.rows).toHaveLength(1);
-    expect(await stack().client.auditLineage(a)).toMatchObject({ duplicatedMessages: 1 });
-    expect(await stack().client.auditLineage(b)).toMatchObject({ duplicatedMessages: 0, lostMessages: 0, sequenceGaps: 0 });
+    expect(await stack().client.operator.auditLineage(a)).toMatchObject({ duplicatedMessages: 1 });
+    expect(await stack().client.operator.auditLineage(b)).toMatchObject({ duplicatedMessages: 0, lostMessages: 0, sequenceGaps: 0 });
   });
   it('the per-lineage audit catches a lost copy of a message a compaction kept verbatim, as the whole-database one does', async () => {
     const id = uniqueId('audkept');
@@ -242,8 +242,8 @@ describe('per-lineage commands', () => {
       returning id`);
     expect(removed.rows).toHaveLength(1);
     // The parent still holds the original, at or below the watermark: covered by the watermark, not by the summarised range.
-    expect((await stack().client.auditLineage(id)).lostMessages).toBe(1);
-    expect((await stack().client.audit()).details.lostMessageIds).toHaveLength(1);
+    expect((await stack().client.operator.auditLineage(id)).lostMessages).toBe(1);
+    expect((await stack().client.operator.audit()).details.lostMessageIds).toHaveLength(1);
   });
 });
 

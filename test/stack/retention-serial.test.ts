@@ -156,7 +156,7 @@ describe('retention, one batch at a time', () => {
       await n(sql`select count(*) as n from messages m join sessions s on s.id = m.session_id where s.lineage_id = ${id} and s.ended_at is not null`),
     ).toBe(0);
     expect(await gapsOf(id), 'sequence numbers neither stored nor pruned (own SQL)').toBe(0);
-    const audit = await stack().client.auditLineage(id);
+    const audit = await stack().client.operator.auditLineage(id);
     expect([audit.lostMessages, audit.sequenceGaps]).toEqual([0, 0]);
     expect(bWaited, 'batch B waited for batch A').toBe(true);
   });
@@ -166,7 +166,7 @@ describe('retention, one batch at a time', () => {
     await grow(id, 3);
     const exportsBefore = exportsWritten;
     const hold = holdExports();
-    const first = stack().client.runRetention(ENDED, { batch: 5 });
+    const first = stack().client.operator.runRetention(ENDED, { batch: 5 });
     let firstFailed: unknown;
     first.catch((error: unknown) => (firstFailed = error));
     try {
@@ -185,7 +185,7 @@ describe('retention, one batch at a time', () => {
       const workflowId = manualRetentionWorkflowId(stack().config.temporal.taskQueue);
       const second = await within(
         stack()
-          .client.runRetention(ENDED, { batch: 5 })
+          .client.operator.runRetention(ENDED, { batch: 5 })
           .then(
             () => undefined,
             (error: unknown) => error,
@@ -214,10 +214,10 @@ describe('retention, one batch at a time', () => {
     expect(exportsWritten).toBeGreaterThan(exportsBefore);
 
     // Once it ended, a manual run starts again.
-    const again = await stack().client.runRetention({ ...ENDED, archivedDays: 0 });
+    const again = await stack().client.operator.runRetention({ ...ENDED, archivedDays: 0 });
     expect(again.batches).toBeGreaterThanOrEqual(1);
     expect(await gapsOf(id)).toBe(0);
-    expect((await stack().client.auditLineage(id)).sequenceGaps).toBe(0);
+    expect((await stack().client.operator.auditLineage(id)).sequenceGaps).toBe(0);
     expect((await stack().client.transcript(id)).messages.at(-1)).toEqual({
       role: 'user',
       content: 'While retention exports: {"status": "ok"} — go on 😀',
@@ -268,7 +268,7 @@ describe('retention, one batch at a time', () => {
     mkdirSync(exportDir, { recursive: true });
     writeFileSync(file, '', { flag: 'a' });
     chmodSync(file, 0o644);
-    const totals = await stack().client.runRetention({ ...ENDED, archivedDays: 0 });
+    const totals = await stack().client.operator.runRetention({ ...ENDED, archivedDays: 0 });
     expect(totals.exported).toBeGreaterThan(0);
     expect((statSync(file).mode & 0o777).toString(8)).toBe('600');
     const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);

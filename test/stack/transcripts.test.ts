@@ -71,7 +71,7 @@ async function expectNothingLost(root: string, acked: string[], ledger: AppendLe
   const own = await ledger.check(stack().db.pool, { prompts: AppendLedger.prompts(stack().llm.requests) });
   expect(ledgerProblems(own)).toEqual([]);
   expect(own.summarised).toBeGreaterThan(0);
-  const report = await stack().client.audit();
+  const report = await stack().client.operator.audit();
   expect(report).toMatchObject({ lostMessages: 0, duplicatedMessages: 0, sequenceGaps: 0, forks: 0, orphans: 0, writesAfterEnd: 0 });
   // Independently of the audit: each acknowledged append is in the database exactly once as
   // an appended row, and the head's carried or appended rows are in append order.
@@ -371,18 +371,18 @@ describe('the audit', () => {
     const [kept] = await rowsOf(sql`select id from messages where session_id = ${head} and lineage_seq = 1`);
     expect(kept).toBeDefined();
 
-    const before = await stack().client.audit();
+    const before = await stack().client.operator.audit();
     // Sabotage: the carried copy vanishes, then a kept copy, and an appended row is written twice.
     await stack().db.db.execute(sql`delete from messages where id = ${copy.id}`);
-    expect((await stack().client.audit()).lostMessages).toBe(before.lostMessages + 1);
+    expect((await stack().client.operator.audit()).lostMessages).toBe(before.lostMessages + 1);
     await stack().db.db.execute(sql`delete from messages where id = ${kept.id}`);
-    expect((await stack().client.audit()).lostMessages).toBe(before.lostMessages + 2);
+    expect((await stack().client.operator.audit()).lostMessages).toBe(before.lostMessages + 2);
     const appended = await stack().client.append(head, [{ role: 'user', content: 'appended once' }]);
     await stack().db.db.execute(sql`
       insert into messages (session_id, seq, role, body, token_estimate, lineage_seq)
       select session_id, seq + 1000, role, body, token_estimate, lineage_seq from messages
       where session_id = ${head} and seq = ${appended.lastSeq}`);
-    const tampered = await stack().client.audit();
+    const tampered = await stack().client.operator.audit();
     expect(tampered.duplicatedMessages).toBe(before.duplicatedMessages + 1);
   });
 
@@ -397,14 +397,14 @@ describe('the audit', () => {
     const again = await stack().client.append(id, batch, { appendKey: 'batch-1' }); // a resend after a lost answer
     expect(again).toMatchObject({ lastLineageSeq: first.lastLineageSeq, replayed: true });
     expect((await stack().client.transcript(id)).messages).toHaveLength(2);
-    const before = await stack().client.audit();
+    const before = await stack().client.operator.audit();
     expect(before.duplicatedByKey).toBe(0);
     // A writer past the function stores the batch's first row again under the same key.
     await stack().db.db.execute(sql`
       insert into messages (session_id, seq, role, body, token_estimate, lineage_seq, append_key)
       select session_id, seq + 1000, role, body, token_estimate, lineage_seq + 1000, append_key from messages
       where session_id = ${id} and append_key = 'batch-1' and seq = 1`);
-    expect((await stack().client.audit()).duplicatedByKey).toBe(1);
-    expect((await stack().client.auditLineage(id)).duplicatedByKey).toBe(1);
+    expect((await stack().client.operator.audit()).duplicatedByKey).toBe(1);
+    expect((await stack().client.operator.auditLineage(id)).duplicatedByKey).toBe(1);
   });
 });

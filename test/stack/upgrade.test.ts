@@ -292,7 +292,7 @@ describe('upgrading a database filled at migration 0002', () => {
     expect(inPlaceHead.archived!.map(({ seq, message }) => ({ seq, message }))).toEqual(convo.map((message, i) => ({ seq: i + 1, message })));
     for (const lineage of [rot, plain, inPlace]) expect((await lineageOf(stack().db.db, lineage)).dialect).toBe('openai-chat');
     const clean = { forks: 0, orphans: 0, writesAfterEnd: 0, lostMessages: 0, duplicatedMessages: 0, sequenceGaps: 0 };
-    expect(await stack().client.audit()).toMatchObject(clean);
+    expect(await stack().client.operator.audit()).toMatchObject(clean);
     expect(ledgerProblems(await ledger.check(pool, { legacyWatermark: true }))).toEqual([]);
 
     // The open workflows go on: a new worker replays their histories and runs the summaries
@@ -324,7 +324,7 @@ describe('upgrading a database filled at migration 0002', () => {
     // New commits record their summarised range (a middle made only of rows kept verbatim at
     // 0002, which carry no lineage sequence, has none: those are covered by the old watermark).
     expect(summaryRows.rows.some((r) => r.from_seq !== null)).toBe(true);
-    expect(await stack().client.audit()).toMatchObject(clean);
+    expect(await stack().client.operator.audit()).toMatchObject(clean);
     const report = await ledger.check(pool, { legacyWatermark: true });
     expect(ledgerProblems(report)).toEqual([]);
     expect(report.checked).toBe(3 * 49 + 2 * 2 + 3 * 2);

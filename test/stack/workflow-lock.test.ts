@@ -104,7 +104,7 @@ describe('with the fork guards dropped from the database', () => {
       [root],
     );
     expect(late.rows).toEqual([]);
-    expect(await stack().client.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0, lostMessages: 0, duplicatedMessages: 0 });
+    expect(await stack().client.operator.audit()).toMatchObject({ forks: 0, orphans: 0, writesAfterEnd: 0, lostMessages: 0, duplicatedMessages: 0 });
   });
 
   it('a storm of appends and forced compactions over two worker processes: no fork, one summariser call per job', async () => {
