@@ -2,6 +2,8 @@
  * SessionsClient: the library services use to create sessions, append messages, compact and
  * read transcripts. Appends and reads go to Postgres (the data plane); compaction requests go
  * to the lineage's workflow as an Update (answered with the committed result) or a signal.
+ * What an operator reads (state, history, audit, retention, ...) is on `sessions.operator`
+ * (src/client/operator-client.ts).
  */
 import { randomUUID } from 'node:crypto';
 import { type Client, type Connection, WithStartWorkflowOperation } from '@temporalio/client';
