@@ -446,6 +446,7 @@ function maskResults(m: Message, placeholder: (result: ToolResult) => string): M
 
 export const anthropic: Dialect = {
   name: 'anthropic',
+  summaryMarkerField: 'content',
   keepsOpeningGroups: false,
   check: (message) => checkMessage(message, false),
   roleOf(m): StoredRole {

@@ -293,6 +293,7 @@ function maskResults(m: Message, placeholder: (result: ToolResult) => string): M
 
 export const gemini: Dialect = {
   name: 'gemini',
+  summaryMarkerField: 'parts',
   keepsOpeningGroups: false,
   check,
   roleOf(m): StoredRole {

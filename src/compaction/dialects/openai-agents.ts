@@ -109,6 +109,7 @@ const withoutId = (m: Message): Message => {
 
 export const openaiAgents: Dialect = {
   name: 'openai-agents',
+  summaryMarkerField: 'content',
   keepsOpeningGroups: openaiResponses.keepsOpeningGroups,
   check,
   roleOf: (m) => openaiResponses.roleOf(asResponsesItem(m)),

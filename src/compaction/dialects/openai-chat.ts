@@ -217,6 +217,8 @@ function toolResults(m: Message): ToolResult[] {
 
 export const openaiChat: Dialect = {
   name: 'openai-chat',
+  summaryMarkerField: 'content',
+  reservedName: SUMMARY_MESSAGE_NAME,
   keepsOpeningGroups: true,
   check,
   roleOf: (m) => (m.role === 'function' ? 'tool' : (m.role as StoredRole)),

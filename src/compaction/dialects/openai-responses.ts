@@ -474,6 +474,7 @@ const MASKABLE_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_outp
 
 export const openaiResponses: Dialect = {
   name: 'openai-responses',
+  summaryMarkerField: 'content',
   keepsOpeningGroups: true,
   check,
   roleOf,
