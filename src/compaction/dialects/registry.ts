@@ -85,8 +85,9 @@ export type RegisteredDialectName = (typeof DIALECT_REGISTRY)[number]['name'];
 
 /** The registry's entries as the `dialects` table holds them (migration 0019 seeds the same rows). */
 export const dialectRows = () =>
-  DIALECT_REGISTRY.map((entry: DialectEntry) => ({
+  DIALECT_REGISTRY.map((entry: DialectEntry, i) => ({
     name: entry.name,
+    position: i + 1,
     problemFunction: entry.sqlProblem,
     summaryMarkerField: entry.summaryMarkerField,
     reservedName: entry.reservedName ?? null,
