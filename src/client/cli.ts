@@ -6,6 +6,7 @@
  * errors (the database unreachable among them: one line with its host:port and the cause).
  */
 import type { DialectName } from '../compaction/dialects';
+import { dialectChoices } from '../compaction/dialects/registry';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config';
@@ -27,7 +28,7 @@ import { SessionsClient } from './sessions-client';
 const USAGE = `usage: sessions <command> [options]
 
 commands:
-  create <sessionId> [--source S] [--mode rotate|in_place] [--dialect openai-chat|openai-responses|openai-agents|anthropic|gemini]
+  create <sessionId> [--source S] [--mode rotate|in_place] [--dialect ${dialectChoices()}]
          [--compact-at TOKENS|PERCENT%] [--model M] [--context-window TOKENS]
   append <sessionId> [--file messages.json] [--append-key K]   JSON array of messages in the lineage's dialect (stdin without --file); a resend with the same key is stored once
   compact <sessionId> [--focus TOPIC] [--force] [--request-id ID] [--background] [--timeout SECONDS]
