@@ -218,6 +218,7 @@ function toolResults(m: Message): ToolResult[] {
 export const openaiChat: Dialect = {
   name: 'openai-chat',
   summaryMarkerField: 'content',
+  estimateTexts: (m) => openaiChat.texts(m),
   reservedName: SUMMARY_MESSAGE_NAME,
   keepsOpeningGroups: true,
   check,

@@ -90,6 +90,11 @@ export interface Dialect {
   roleOf(message: Message): StoredRole;
   /** Every piece of text a provider counts as tokens (for counts and estimates). */
   texts(message: Message): string[];
+  /**
+   * The strings the cheap token estimate (../tokens estimateTokens, SQL sc_estimate_message_tokens)
+   * counts: openai-chat its texts, the other dialects every string value of the message.
+   */
+  estimateTexts(message: Message): string[];
   /** The message's human-readable text: what the summary marker checks and listings read. */
   textOf(message: Message): string;
   /** A system or developer instruction that stays first and byte-identical. */
