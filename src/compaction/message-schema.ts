@@ -47,11 +47,11 @@ export function parseMessages(raw: unknown, limits: MessageLimits = DEFAULT_MESS
         problem.detail,
       );
     const message = m as Message;
-    if (dialect.name === 'openai-chat' && message.name === 'context_summary')
-      throw new InvalidInputError(`${at}.name`, '"context_summary" is reserved for the summaries this service writes');
+    if (dialect.reservedName !== undefined && message.name === dialect.reservedName)
+      throw new InvalidInputError(`${at}.name`, `"${dialect.reservedName}" is reserved for the summaries this service writes`);
     if (dialect.posesAsSummary(message)) {
       throw new InvalidInputError(
-        `${at}.${dialect.name === 'gemini' ? 'parts' : 'content'}`,
+        `${at}.${dialect.summaryMarkerField}`,
         'must not start with the compaction summary marker, which is reserved for the summaries this service writes',
       );
     }

@@ -1,6 +1,5 @@
 import type { Dialect, Message } from './dialects/types';
 import { openaiChat } from './dialects/openai-chat';
-import { stringLeaves } from './json';
 
 /** Per-message framing overhead that chat APIs add (role, separators). */
 export const MESSAGE_OVERHEAD_TOKENS = 4;
@@ -16,7 +15,7 @@ const CHARS_PER_TOKEN = 4;
  */
 export function estimateTokens(message: Message, dialect: Dialect = openaiChat): number {
   let chars = 0;
-  for (const text of dialect.name === 'openai-chat' ? dialect.texts(message) : stringLeaves(message)) chars += text.length;
+  for (const text of dialect.estimateTexts(message)) chars += text.length;
   return MESSAGE_OVERHEAD_TOKENS + Math.ceil(chars / CHARS_PER_TOKEN);
 }
 

@@ -24,6 +24,26 @@ const jsonb = <T = JsonValue>(name: string) =>
     fromDriver: (value) => value as T,
   })(name);
 
+/**
+ * The known dialects, one row per entry of src/compaction/dialects/registry.ts (seeded by
+ * migration 0019): session_create and sc_check_batch read them, and a lineage's dialect refers to one.
+ */
+export const dialects = pgTable(
+  'dialects',
+  {
+    name: text('name').primaryKey(),
+    /** The order the names are listed in (the registry's). */
+    position: integer('position').notNull().unique(),
+    /** The SQL function that checks one message of the dialect at append: sc_<dialect>_problem. */
+    problemFunction: text('problem_function').notNull().unique(),
+    /** The message field a forged summary marker is reported at. */
+    summaryMarkerField: text('summary_marker_field', { enum: ['content', 'parts'] }).notNull(),
+    /** A message name reserved for the summaries this service writes, when the dialect has one. */
+    reservedName: text('reserved_name'),
+  },
+  (t) => [check('dialects_summary_marker_field_known', sql`${t.summaryMarkerField} in ('content', 'parts')`)],
+);
+
 export const lineages = pgTable(
   'lineages',
   {
@@ -36,7 +56,8 @@ export const lineages = pgTable(
     /** The provider API format of the lineage's messages (src/compaction/dialects), chosen at create. */
     dialect: text('dialect', { enum: DIALECT_NAMES as unknown as [DialectName, ...DialectName[]] })
       .notNull()
-      .default('openai-chat'),
+      .default('openai-chat')
+      .references(() => dialects.name),
     source: text('source'),
     /** Messages ever appended to the lineage: the last per-lineage append sequence number. */
     appendedCount: integer('appended_count').notNull().default(0),
@@ -75,10 +96,7 @@ export const lineages = pgTable(
       .default(sql`gen_random_uuid()::text`),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
   },
-  (t) => [
-    check('lineages_mode_known', sql`${t.mode} in ('rotate', 'in_place')`),
-    check('lineages_dialect_known', sql`${t.dialect} in ('openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini')`),
-  ],
+  (t) => [check('lineages_mode_known', sql`${t.mode} in ('rotate', 'in_place')`)],
 );
 
 export const sessions = pgTable(

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Literal, TypeGuard
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, TypeGuard, cast
 
 from .text import js_key_order
 
 DialectName = Literal["openai-chat", "openai-responses", "openai-agents", "anthropic", "gemini"]
-DIALECTS: tuple[DialectName, ...] = ("openai-chat", "openai-responses", "openai-agents", "anthropic", "gemini")
 
 _MISSING: Any = object()
 
@@ -408,13 +408,29 @@ def _gemini_texts(m: Mapping[str, Any]) -> list[str]:
 
 # ---- the dialects -------------------------------------------------------------------------
 
-_TEXTS = {
-    "openai-chat": _chat_texts,
-    "openai-responses": _responses_texts,
-    "openai-agents": _agents_texts,
-    "anthropic": _anthropic_texts,
-    "gemini": _gemini_texts,
+
+@dataclass(frozen=True)
+class DialectRules:
+    """What the Python client needs of one dialect: its ``texts`` and its ``forProvider``."""
+
+    texts: Callable[[Mapping[str, Any]], list[str]]
+    for_provider: Callable[[Sequence[Mapping[str, Any]]], list[Any]]
+
+
+def _as_stored(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
+    return list(messages)
+
+
+# One entry per dialect, keyed by its name: each entry's ``pythonRules`` in
+# src/compaction/dialects/registry.ts (test/stack/dialect-registry.test.ts checks both agree).
+RULES: dict[str, DialectRules] = {
+    "openai-chat": DialectRules(_chat_texts, _chat_for_provider),
+    "openai-responses": DialectRules(_responses_texts, _responses_for_provider),
+    "openai-agents": DialectRules(_agents_texts, _agents_for_provider),
+    "anthropic": DialectRules(_anthropic_texts, _as_stored),
+    "gemini": DialectRules(_gemini_texts, _as_stored),
 }
+DIALECTS: tuple[DialectName, ...] = cast("tuple[DialectName, ...]", tuple(RULES))
 
 
 def message_texts(message: Any, dialect: str = "openai-chat") -> list[str]:
@@ -423,7 +439,8 @@ def message_texts(message: Any, dialect: str = "openai-chat") -> list[str]:
     session_append refuses those with a typed error."""
     if not isinstance(message, Mapping):
         return []
-    return _TEXTS.get(dialect, _chat_texts)(message)
+    rules = RULES.get(dialect)
+    return (rules or RULES["openai-chat"]).texts(message)
 
 
 def for_provider(dialect: str, messages: Sequence[Any]) -> list[Any]:
@@ -433,13 +450,8 @@ def for_provider(dialect: str, messages: Sequence[Any]) -> list[Any]:
     drops the ids of a model turn whose reasoning is gone (openai-agents: the same ids, read
     through ``as_responses_item``, dropped from the SDK's own items); anthropic and gemini: as
     stored."""
-    if dialect == "openai-chat":
-        return _chat_for_provider(messages)
-    if dialect == "openai-responses":
-        return _responses_for_provider(messages)
-    if dialect == "openai-agents":
-        return _agents_for_provider(messages)
-    return list(messages)
+    rules = RULES.get(dialect)
+    return rules.for_provider(messages) if rules else list(messages)
 
 
 # ---------------------------------------------------------------- real user requests

@@ -15,7 +15,7 @@
  * `mcp_tool_use`) with their `*_tool_result` blocks (paired inside the assistant turn, AN-9),
  * and any other type, kept and never refused.
  */
-import { isJsonObject, type JsonObject, type JsonValue } from '../json';
+import { isJsonObject, stringLeaves, type JsonObject, type JsonValue } from '../json';
 import {
   asText,
   buildGroups,
@@ -446,6 +446,8 @@ function maskResults(m: Message, placeholder: (result: ToolResult) => string): M
 
 export const anthropic: Dialect = {
   name: 'anthropic',
+  summaryMarkerField: 'content',
+  estimateTexts: (m) => stringLeaves(m),
   keepsOpeningGroups: false,
   check: (message) => checkMessage(message, false),
   roleOf(m): StoredRole {

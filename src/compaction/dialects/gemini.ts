@@ -16,7 +16,7 @@
  *   by name, then by order; responses beyond the calls' count are orphans (GM-3).
  * - A call without an id is known by its function name (the id `openCalls` reports).
  */
-import { isJsonObject, type JsonObject, type JsonValue } from '../json';
+import { isJsonObject, stringLeaves, type JsonObject, type JsonValue } from '../json';
 import {
   asText,
   buildGroups,
@@ -293,6 +293,8 @@ function maskResults(m: Message, placeholder: (result: ToolResult) => string): M
 
 export const gemini: Dialect = {
   name: 'gemini',
+  summaryMarkerField: 'parts',
+  estimateTexts: (m) => stringLeaves(m),
   keepsOpeningGroups: false,
   check,
   roleOf(m): StoredRole {

@@ -17,7 +17,7 @@
  * stored and returned exactly as the SDK wrote them, and the provider view is the SDK's own
  * items (with the ids RS-4 requires dropped, as in the Responses dialect).
  */
-import { isJsonObject, type JsonObject } from '../json';
+import { isJsonObject, stringLeaves, type JsonObject } from '../json';
 import { checkString, objectProblem } from './common';
 import { openaiResponses } from './openai-responses';
 import type { Dialect, FieldProblem, Message } from './types';
@@ -109,6 +109,8 @@ const withoutId = (m: Message): Message => {
 
 export const openaiAgents: Dialect = {
   name: 'openai-agents',
+  summaryMarkerField: 'content',
+  estimateTexts: (m) => stringLeaves(m),
   keepsOpeningGroups: openaiResponses.keepsOpeningGroups,
   check,
   roleOf: (m) => openaiResponses.roleOf(asResponsesItem(m)),

@@ -217,6 +217,9 @@ function toolResults(m: Message): ToolResult[] {
 
 export const openaiChat: Dialect = {
   name: 'openai-chat',
+  summaryMarkerField: 'content',
+  estimateTexts: (m) => openaiChat.texts(m),
+  reservedName: SUMMARY_MESSAGE_NAME,
   keepsOpeningGroups: true,
   check,
   roleOf: (m) => (m.role === 'function' ? 'tool' : (m.role as StoredRole)),

@@ -474,6 +474,8 @@ const MASKABLE_OUTPUTS = new Set(['function_call_output', 'custom_tool_call_outp
 
 export const openaiResponses: Dialect = {
   name: 'openai-responses',
+  summaryMarkerField: 'content',
+  estimateTexts: (m) => stringLeaves(m),
   keepsOpeningGroups: true,
   check,
   roleOf,

@@ -6,9 +6,14 @@
  * workflow code. Messages are stored and returned exactly as appended (JSON-equal).
  */
 import type { JsonObject, JsonValue } from '../json';
+import { DIALECT_REGISTRY, type RegisteredDialectName } from './registry';
 
-export const DIALECT_NAMES = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini'] as const;
-export type DialectName = (typeof DIALECT_NAMES)[number];
+/** The dialect names, in the registry's order (./registry: one entry per dialect). */
+export const DIALECT_NAMES = DIALECT_REGISTRY.map((entry) => entry.name) as readonly RegisteredDialectName[] as readonly [
+  RegisteredDialectName,
+  ...RegisteredDialectName[],
+];
+export type DialectName = RegisteredDialectName;
 export const DEFAULT_DIALECT: DialectName = 'openai-chat';
 
 /** A message of any dialect: the JSON object the caller appended. */
@@ -64,6 +69,10 @@ export interface RenderCaps {
 
 export interface Dialect {
   readonly name: DialectName;
+  /** The message field a forged summary marker is reported at (`parts` for Gemini, `content` for the others). */
+  readonly summaryMarkerField: 'content' | 'parts';
+  /** A message `name` reserved for the summaries this service writes (openai-chat's `context_summary`), when the dialect has one. */
+  readonly reservedName?: string;
   /**
    * Whether the compacted head keeps the first groups of the conversation verbatim before
    * the summary (chat-style APIs with instructions in the messages). Dialects whose first
@@ -81,6 +90,11 @@ export interface Dialect {
   roleOf(message: Message): StoredRole;
   /** Every piece of text a provider counts as tokens (for counts and estimates). */
   texts(message: Message): string[];
+  /**
+   * The strings the cheap token estimate (../tokens estimateTokens, SQL sc_estimate_message_tokens)
+   * counts: openai-chat its texts, the other dialects every string value of the message.
+   */
+  estimateTexts(message: Message): string[];
   /** The message's human-readable text: what the summary marker checks and listings read. */
   textOf(message: Message): string;
   /** A system or developer instruction that stays first and byte-identical. */

@@ -5,7 +5,9 @@
 -- message's readable text, sc_message_text, which the clients' measure always includes), and
 -- at most 64 MiB of JSON in the batch (tool-call arguments, images and everything else).
 -- The text rule (no NUL, well-formed Unicode) holds by construction here: Postgres text and
--- jsonb cannot carry a NUL or a lone surrogate.
+-- jsonb cannot carry a NUL or a lone surrogate. The dialect's own rules come from its row in the
+-- dialects table (src/compaction/dialects/registry.ts): its problem function, named
+-- sc_<dialect>_problem, its reserved summary name and the field a forged marker is reported at.
 CREATE OR REPLACE FUNCTION sc_check_batch(p_dialect text, p_messages jsonb) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -15,7 +17,12 @@ DECLARE
   problem jsonb;
   chars bigint;
   total bigint := 0;
+  d dialects;
 BEGIN
+  SELECT * INTO d FROM dialects WHERE name = p_dialect;
+  IF NOT FOUND THEN
+    PERFORM sc_invalid('dialect', format('%s is not a known dialect', coalesce(to_jsonb(p_dialect)::text, 'null')));
+  END IF;
   IF p_messages IS NULL OR jsonb_typeof(p_messages) <> 'array' THEN
     PERFORM sc_invalid('messages', 'must be an array of messages');
   END IF;
@@ -33,18 +40,13 @@ BEGIN
     IF jsonb_typeof(m) <> 'object' THEN
       PERFORM sc_invalid(f, 'must be an object');
     END IF;
-    problem := CASE p_dialect
-      WHEN 'openai-chat' THEN sc_chat_problem(m)
-      WHEN 'anthropic' THEN sc_anthropic_problem(m)
-      WHEN 'openai-responses' THEN sc_responses_problem(m)
-      WHEN 'openai-agents' THEN sc_agents_problem(m)
-      WHEN 'gemini' THEN sc_gemini_problem(m) END;
+    EXECUTE format('SELECT %I($1)', d.problem_function) INTO problem USING m;
     IF problem IS NOT NULL THEN
       PERFORM sc_invalid(f || CASE WHEN problem->>'field' = '' THEN '' WHEN left(problem->>'field', 1) = '[' THEN problem->>'field' ELSE '.' || (problem->>'field') END, problem->>'detail');
     END IF;
     -- Nothing appended may pose as a summary this service wrote (src/compaction/messages.ts).
-    IF p_dialect = 'openai-chat' AND m->>'name' = 'context_summary' THEN
-      PERFORM sc_invalid(f || '.name', '"context_summary" is reserved for the summaries this service writes');
+    IF d.reserved_name IS NOT NULL AND m->>'name' = d.reserved_name THEN
+      PERFORM sc_invalid(f || '.name', format('"%s" is reserved for the summaries this service writes', d.reserved_name));
     END IF;
     chars := length(sc_message_text(p_dialect, m));
     IF chars > 200000 THEN
@@ -52,7 +54,7 @@ BEGIN
     END IF;
     total := total + chars;
     IF sc_poses_as_summary(p_dialect, m) THEN
-      PERFORM sc_invalid(f || CASE WHEN p_dialect = 'gemini' THEN '.parts' ELSE '.content' END,
+      PERFORM sc_invalid(f || '.' || d.summary_marker_field,
         'must not start with the compaction summary marker, which is reserved for the summaries this service writes');
     END IF;
   END LOOP;

@@ -1,4 +1,5 @@
--- Creates a lineage with its root session, in a dialect (default openai-chat). Idempotent for
+-- Creates a lineage with its root session, in a dialect (default openai-chat; the known ones are
+-- the rows of the dialects table, src/compaction/dialects/registry.ts). Idempotent for
 -- the same parameters; other parameters for an existing id are a SessionConflictError, and a
 -- closed lineage is a LineageClosedError (it takes nothing more; erase it to reuse the id).
 CREATE OR REPLACE FUNCTION session_create(p_session_id text, p_source text DEFAULT NULL, p_mode text DEFAULT 'rotate', p_compact_at_tokens integer DEFAULT NULL,
@@ -26,8 +27,8 @@ BEGIN
   IF v_mode NOT IN ('rotate', 'in_place') THEN
     PERFORM sc_invalid('mode', 'must be one of rotate, in_place');
   END IF;
-  IF v_dialect NOT IN ('openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini') THEN
-    PERFORM sc_invalid('dialect', 'must be one of openai-chat, openai-responses, openai-agents, anthropic, gemini');
+  IF NOT EXISTS (SELECT 1 FROM dialects WHERE name = v_dialect) THEN
+    PERFORM sc_invalid('dialect', 'must be one of ' || (SELECT string_agg(name, ', ' ORDER BY position) FROM dialects));
   END IF;
   IF p_source IS NOT NULL AND (length(p_source) = 0 OR length(p_source) > 100) THEN
     PERFORM sc_invalid('source', 'must be a string of 1 to 100 characters');

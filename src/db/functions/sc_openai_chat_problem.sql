@@ -1,6 +1,6 @@
 -- One openai-chat message's structural problem (src/compaction/dialects/openai-chat.ts check),
 -- as {field, detail} relative to the message, or NULL. Unknown fields are kept, not refused.
-CREATE OR REPLACE FUNCTION sc_chat_problem(m jsonb) RETURNS jsonb
+CREATE OR REPLACE FUNCTION sc_openai_chat_problem(m jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
   tc jsonb;

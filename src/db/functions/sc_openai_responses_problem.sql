@@ -1,5 +1,5 @@
 -- One openai-responses item's structural problem (src/compaction/dialects/openai-responses.ts check).
-CREATE OR REPLACE FUNCTION sc_responses_problem(m jsonb) RETURNS jsonb
+CREATE OR REPLACE FUNCTION sc_openai_responses_problem(m jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
   v_type text;

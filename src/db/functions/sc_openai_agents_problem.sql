@@ -1,12 +1,12 @@
 -- One openai-agents item's structural problem (src/compaction/dialects/openai-agents.ts check).
-CREATE OR REPLACE FUNCTION sc_agents_problem(m jsonb) RETURNS jsonb
+CREATE OR REPLACE FUNCTION sc_openai_agents_problem(m jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
   v_type text := m->>'type';
   v_field text;
 BEGIN
   IF NOT m ? 'type' OR v_type = 'message' THEN
-    RETURN sc_responses_problem(m);
+    RETURN sc_openai_responses_problem(m);
   END IF;
   IF jsonb_typeof(m->'type') <> 'string' OR v_type = '' THEN
     RETURN jsonb_build_object('field', 'type', 'detail', 'must be a non-empty string');
