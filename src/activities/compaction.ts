@@ -27,14 +27,13 @@ import {
   closeLineage,
   commitCompaction,
   type CompactedMessage,
-  type CompactionJob,
   finishJob,
   lineageOf,
   recordJoinedRequests as recordJoinedRequestsInStore,
 } from '../db/session-store';
 import { SessionNotFoundError } from '../errors';
 import { withSpan } from '../tracing';
-import type { Answer, CompactionMode, CompactionOutcome } from '../workflows/contract';
+import type { Answer, CompactionJob, CompactionMode, CompactionOutcome } from '../workflows/contract';
 import { writeJobAnswer } from '../workflows/job-answer';
 import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
 
