@@ -25,11 +25,10 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ledgerBudget } from '../src/activities/compaction';
 import { createLlmSummariser, summariseInChunks, type Summariser } from '../src/activities/summariser';
 import { buildCandidate } from '../src/compaction/candidate';
 import { type Dialect, type DialectName, dialectOf, type Message } from '../src/compaction/dialects';
-import { factsOf, type Ledger, ledgerFrom, emptyLedger, renderLedger } from '../src/compaction/ledger';
+import { factsOf, type Ledger, ledgerBudget, ledgerFrom, emptyLedger, renderLedger } from '../src/compaction/ledger';
 import { runGates } from '../src/compaction/gates';
 import { type CompactionPlan, planCompaction } from '../src/compaction/plan';
 import { maskingProposal, summaryProposal } from '../src/compaction/proposal';

@@ -10,7 +10,8 @@ import { Context, log } from '@temporalio/activity';
 import type { JsonValue } from '../compaction/json';
 import { dialectOf, type Message } from '../compaction/dialects';
 import { runGates } from '../compaction/gates';
-import { emptyLedger, ledgerFrom, renderLedger } from '../compaction/ledger';
+import { maskingTarget } from '../compaction/masking';
+import { emptyLedger, ledgerBudget, ledgerFrom, renderLedger } from '../compaction/ledger';
 import { LEDGER_HEADING, withoutReservedText } from '../compaction/summary-structure';
 import { estimateTextTokens } from '../compaction/tokens';
 import { maskingProposal, type Proposal, summaryProposal } from '../compaction/proposal';
@@ -26,14 +27,13 @@ import {
   closeLineage,
   commitCompaction,
   type CompactedMessage,
-  type CompactionJob,
   finishJob,
   lineageOf,
   recordJoinedRequests as recordJoinedRequestsInStore,
 } from '../db/session-store';
 import { SessionNotFoundError } from '../errors';
 import { withSpan } from '../tracing';
-import type { Answer, CompactionMode, CompactionOutcome } from '../workflows/contract';
+import type { Answer, CompactionJob, CompactionMode, CompactionOutcome } from '../workflows/contract';
 import { writeJobAnswer } from '../workflows/job-answer';
 import { summariseInChunks, type Summariser, type SummaryProgress } from './summariser';
 
@@ -42,30 +42,6 @@ export interface CompactSessionInput extends CompactionJob {
   focusTopic?: string;
   force: boolean;
 }
-
-/** The masking rung's target for a lineage: a share of its threshold, or of its context window; none when it has neither. */
-function maskingTarget(lineage: { compactAtTokens: number | null; contextWindow: number | null }, targetPercent: number): number | undefined {
-  const base = lineage.compactAtTokens ?? lineage.contextWindow;
-  return base === null ? undefined : Math.floor((base * targetPercent) / 100);
-}
-
-/**
- * The ledger's token bound for a compaction: its share of the context window (when known), at
- * most `maxTokens`, and at most the previous ledger (already in the head) plus
- * LEDGER_SHARE_OF_MIDDLE of the tokens it summarises, so that a ledger never grows a head by
- * more than a share of the messages it replaces (a transcript of nothing but requests folds the
- * oldest into counts instead).
- */
-export function ledgerBudget(
-  contextWindow: number | null,
-  bound: { percent: number; maxTokens: number },
-  previousTokens: number,
-  middleTokens: number,
-): number {
-  const share = contextWindow === null ? bound.maxTokens : Math.min(bound.maxTokens, Math.floor((contextWindow * bound.percent) / 100));
-  return Math.min(share, previousTokens + Math.floor(middleTokens * LEDGER_SHARE_OF_MIDDLE));
-}
-const LEDGER_SHARE_OF_MIDDLE = 0.5;
 
 /** What the activity reports in its heartbeats: the Web UI, `state` and the inspector show it. */
 export interface HeartbeatDetails {

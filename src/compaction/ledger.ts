@@ -477,3 +477,21 @@ export function proseOf(summaryText: string): string {
 export function summaryWithLedger(prose: string, ledger: Ledger): string {
   return `${withoutReservedText(prose).trim()}\n\n${renderLedger(ledger)}`;
 }
+
+/**
+ * The ledger's token bound for a compaction: its share of the context window (when known), at
+ * most `maxTokens`, and at most the previous ledger (already in the head) plus
+ * LEDGER_SHARE_OF_MIDDLE of the tokens it summarises, so that a ledger never grows a head by
+ * more than a share of the messages it replaces (a transcript of nothing but requests folds the
+ * oldest into counts instead).
+ */
+export function ledgerBudget(
+  contextWindow: number | null,
+  bound: { percent: number; maxTokens: number },
+  previousTokens: number,
+  middleTokens: number,
+): number {
+  const share = contextWindow === null ? bound.maxTokens : Math.min(bound.maxTokens, Math.floor((contextWindow * bound.percent) / 100));
+  return Math.min(share, previousTokens + Math.floor(middleTokens * LEDGER_SHARE_OF_MIDDLE));
+}
+const LEDGER_SHARE_OF_MIDDLE = 0.5;

@@ -90,3 +90,9 @@ export function maskOldOutputs(
     tokensAfter: total,
   };
 }
+
+/** The masking rung's target for a lineage: a share of its threshold, or of its context window; none when it has neither. */
+export function maskingTarget(lineage: { compactAtTokens: number | null; contextWindow: number | null }, targetPercent: number): number | undefined {
+  const base = lineage.compactAtTokens ?? lineage.contextWindow;
+  return base === null ? undefined : Math.floor((base * targetPercent) / 100);
+}

@@ -4,7 +4,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Executor } from './executor';
-import type { CompactionJob } from './jobs';
+import type { CompactionJob } from '../workflows/contract';
 
 /**
  * How appends request compactions on their own (the threshold policy). An append that leaves

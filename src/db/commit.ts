@@ -11,7 +11,8 @@ import { SessionNotFoundError } from '../errors';
 import { childSessionId, type CompactionMode } from '../workflows/contract';
 import { type AutoCompactionPolicy, cooldownLadder, DEFAULT_AUTO_COMPACTION_POLICY } from './auto-compaction';
 import type { Database } from './database';
-import type { CompactionJob, SnapshotRow } from './jobs';
+import type { CompactionJob } from '../workflows/contract';
+import type { SnapshotRow } from './jobs';
 import type { Executor } from './executor';
 import { sessionMessages } from './lineage-state';
 

@@ -9,27 +9,11 @@ import { asc, and, eq, sql } from 'drizzle-orm';
 import { SessionNotFoundError } from '../errors';
 import type { Message } from '../compaction/dialects';
 import type { JsonValue } from '../compaction/json';
-import type { Answer, CompactionOutcome } from '../workflows/contract';
+import type { Answer, CompactionJob, CompactionOutcome } from '../workflows/contract';
 import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY, settleAutoCompaction } from './auto-compaction';
 import type { Database } from './database';
 import type { LineageInfo } from './lineage-state';
 import { compactions, lineages } from './schema';
-
-export interface CompactionJob {
-  jobId: string;
-  lineageId: string;
-  /** The head the workflow believes current, and its generation. */
-  parentSessionId: string;
-  generation: number;
-  requestIds: string[];
-  trigger: string;
-  /**
-   * The lineage incarnation the job began on, once an attempt learnt it (sc_compaction_begin
-   * answers it; a retried attempt has it from its predecessor's heartbeat): a lineage erased
-   * and created again meanwhile is not this job's, and the job writes nothing to it.
-   */
-  incarnation?: string;
-}
 
 export type JobRecord = typeof compactions.$inferSelect;
 

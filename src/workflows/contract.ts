@@ -215,3 +215,20 @@ export function checkRequestText(request: CompactRequest, options: { focusStruct
   }
   return request;
 }
+
+/** The job the workflow hands each compaction activity (its wire shape: recorded histories hold `parentSessionId`). */
+export interface CompactionJob {
+  jobId: string;
+  lineageId: string;
+  /** The head the workflow believes current, and its generation. */
+  parentSessionId: string;
+  generation: number;
+  requestIds: string[];
+  trigger: string;
+  /**
+   * The lineage incarnation the job began on, once an attempt learnt it (sc_compaction_begin
+   * answers it; a retried attempt has it from its predecessor's heartbeat): a lineage erased
+   * and created again meanwhile is not this job's, and the job writes nothing to it.
+   */
+  incarnation?: string;
+}
