@@ -8,7 +8,7 @@
  *
  *   npm run bench                          full sizes (about 15 minutes on 2 cores)
  *   npm run bench -- --quick               small sizes, to check the benchmark itself (< 2 min)
- *   npm run bench -- --only=floors,faults  some sections (floors is always run)
+ *   npm run bench -- --sections=cost,wake  some sections (latency always runs first); see SECTIONS
  *   npm run bench -- --render=<file>       the tables of a results file, without running
  */
 import type { ChildProcess } from 'node:child_process';
@@ -35,12 +35,13 @@ import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate, sameShapeUpdate } from './workflows';
 
 const quick = process.argv.includes('--quick');
-const only = process.argv
-  .find((a) => a.startsWith('--only='))
-  ?.slice(7)
-  .split(',');
-// --quick leaves out the slow sections (memory, eager dispatch) and runs one fault scenario, to stay under 2 minutes.
-const wants = (section: string) => (only ? only.includes(section) : !(quick && ['memory', 'eager'].includes(section)));
+/** `--sections a,b` or `--sections=a,b`: the sections to run (undefined: all, or the quick ones with --quick). */
+const chosen = (() => {
+  const at = process.argv.findIndex((a) => a === '--sections' || a.startsWith('--sections='));
+  if (at < 0) return undefined;
+  const value = process.argv[at].startsWith('--sections=') ? process.argv[at].slice('--sections='.length) : process.argv[at + 1];
+  return (value ?? '').split(',').filter(Boolean);
+})();
 const SIZES = quick
   ? {
       rounds: 25,
@@ -127,9 +128,8 @@ const EAGER_METRIC = 'activity_eager_execution';
 
 // ---------------------------------------------------------------------------------------
 
-async function main(): Promise<void> {
-  Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const started = now();
+/** The shared stack every section but eager and naive runs on, and what they measure with. */
+async function openBench() {
   const stack = await startBenchStack('session-bench');
   const { env, config, llm } = stack;
   llm.setDefault({ text: 'Goal: continue. Completed: the summarised work.' });
@@ -182,460 +182,92 @@ async function main(): Promise<void> {
     await reference.append(id, transcript(messages, id));
   };
 
+  return {
+    stack,
+    env,
+    config,
+    llm,
+    database,
+    pool,
+    reference,
+    temporal,
+    sessions,
+    results,
+    historyOf,
+    newSession,
+    newRefSession,
+    startWorker,
+    stopWorker,
+    /** The lineages of the latency section, compacted once each (the wake section's warm-up reads one). */
+    latencyIds: [] as string[],
+    close: async () => {
+      await sessions.close();
+      await stopWorker();
+      await stopProcess(auxProcess);
+      await connection.close();
+      await pool.end();
+      await database.close();
+      await stack.stop();
+    },
+  };
+}
+type Bench = Awaited<ReturnType<typeof openBench>>;
+
+/**
+ * One entry per section, in the order they run. `latency` always runs (it starts the workflows
+ * and measures the floors the others are compared with); `shared` sections run on one stack,
+ * the others each on a fresh server of their own, after it stops. --quick leaves out the
+ * sections marked slow and runs one fault scenario, to stay under 2 minutes.
+ */
+const SECTIONS: Array<{ name: string; measures: string; shared: boolean; slow?: boolean; run: (b: Bench) => Promise<void> }> = [
+  {
+    name: 'latency',
+    measures: 'compact() against floors (a) bare Update, (b) same shape, (c) INSERT transactions, and the reference design',
+    shared: true,
+    run: measureLatency,
+  },
+  { name: 'commit', measures: "the compaction commit's statements and time, from a SQL trace of the worker", shared: true, run: measureCommit },
+  { name: 'cost', measures: 'per compaction: history events and bytes, billable actions, LLM tokens', shared: true, run: measureCost },
+  { name: 'generations', measures: "summary prompt tokens over a lineage's life, and what a prompt cache serves", shared: true, run: measureGenerations },
+  { name: 'throughput', measures: 'answers per second: ours, floor (b) and the reference design, at each load', shared: true, run: measureThroughput },
+  {
+    name: 'appends',
+    measures: 'appends per second: floor (c), ours and the reference design, alone and during compactions',
+    shared: true,
+    run: measureAppends,
+  },
+  { name: 'faults', measures: 'the fault scenarios, both designs', shared: true, run: measureFaults },
+  { name: 'wake', measures: 'the first request to a lineage evicted from the worker cache', shared: true, run: measureWake },
+  { name: 'memory', measures: 'worker memory per cached idle lineage, reuseV8Context on and off', shared: true, slow: true, run: measureMemory },
+  {
+    name: 'eager',
+    measures: 'eager activity dispatch, on a fresh server with it enabled',
+    shared: false,
+    slow: true,
+    run: async (b) => void (b.results.eager = await measureEager(b.llm)),
+  },
+  {
+    name: 'naive',
+    measures: 'the naive design (transcript in workflow state), in its own worker on a fresh server',
+    shared: false,
+    run: async (b) => void (b.results.naive = await measureNaive(b.results)),
+  },
+];
+const wants = (section: (typeof SECTIONS)[number]) => section.name === 'latency' || (chosen ? chosen.includes(section.name) : !(quick && section.slow));
+
+async function main(): Promise<void> {
+  const unknown = (chosen ?? []).filter((name) => !SECTIONS.some((s) => s.name === name));
+  if (unknown.length > 0) throw new Error(`unknown section ${unknown.join(', ')}; the sections are ${SECTIONS.map((s) => s.name).join(', ')}`);
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const started = now();
+  const bench = await openBench();
   try {
-    // 1. Floors (a) and (b), ours and the reference design, interleaved ----------------------
-    log(`latency: ${SIZES.rounds} interleaved rounds of bare Update, same-shape floor, ours, reference design`);
-    const floorHandle = await temporal.workflow.start('floorWorkflow', { workflowId: 'bench-floor', taskQueue: 'bench-aux' });
-    const shapeHandle = await temporal.workflow.start('sameShapeWorkflow', { workflowId: 'bench-same-shape', taskQueue: 'bench-aux' });
-    await floorHandle.executeUpdate(noopUpdate, { args: [0] });
-    await shapeHandle.executeUpdate(sameShapeUpdate, { args: [0] });
-    const ids = Array.from({ length: SIZES.rounds }, (_, i) => `bench-lat-${i}`);
-    await inBatches(ids, 10, (id) => newSession(id, 40));
-    for (const id of ids) await sessions.operator.state(id); // workflows started and cached
-    await inBatches(ids, 10, (id) => newRefSession(`ref-lat-${id}`, 40));
-    const lat = { update: [] as number[], sameShape: [] as number[], ours: [] as number[], transcriptRead: [] as number[], reference: [] as number[] };
-    for (let r = 0; r < SIZES.rounds; r++) {
-      const steps: Array<() => Promise<void>> = [
-        async () => void lat.update.push((await timed(() => floorHandle.executeUpdate(noopUpdate, { args: [r] })))[0]),
-        async () => void lat.sameShape.push((await timed(() => shapeHandle.executeUpdate(sameShapeUpdate, { args: [r] })))[0]),
-        async () => {
-          // compact() without its read of the new head, so ours does what the floors do; the read apart.
-          const [ms, result] = await timed(() => sessions.compactAnswer(ids[r]));
-          if (result.outcome !== 'compacted') throw new Error(`unexpected ${result.outcome}: ${result.reason}`);
-          lat.ours.push(ms);
-          lat.transcriptRead.push((await timed(() => sessions.transcript(result.sessionId)))[0]);
-        },
-        async () => {
-          const [ms, result] = await timed(() => reference.compact(`ref-lat-${ids[r]}`));
-          if (result.outcome !== 'compacted') throw new Error(`reference: unexpected ${result.outcome}`);
-          lat.reference.push(ms);
-        },
-      ];
-      for (let s = 0; s < steps.length; s++) await steps[(s + r) % steps.length]();
-    }
-    const floorB = summary(lat.sameShape);
-    const ours = summary(lat.ours);
-    results.latency = {
-      floorA_bareUpdate: summary(lat.update),
-      floorB_sameShape: floorB,
-      ours,
-      transcriptRead: summary(lat.transcriptRead),
-      reference: summary(lat.reference),
-      oursOverFloorB: { p50: round(ours.p50 / floorB.p50), p99: round(ours.p99 / floorB.p99) },
-      oursOverReference: { p50: round(ours.p50 / summary(lat.reference).p50) },
-    };
-    if (process.env.BENCH_TRACE) {
-      const h = await temporal.workflow.getHandle(lineageWorkflowId(ids[ids.length - 1])).fetchHistory();
-      const t0 = Number(h.events![0].eventTime!.seconds) * 1000 + h.events![0].eventTime!.nanos! / 1e6;
-      for (const e of h.events!)
-        console.error(
-          String(e.eventId).padStart(3),
-          (Number(e.eventTime!.seconds) * 1000 + e.eventTime!.nanos! / 1e6 - t0).toFixed(1).padStart(8),
-          Object.keys(e).find((k) => k.endsWith('Attributes')),
-        );
-    }
-
-    // Floor (c): single-row INSERT transactions, 10 writers, like the append benchmark.
-    log(`floor (c): ${SIZES.appends} single-row INSERT transactions, 10 writers`);
-    const insertLat: number[] = [];
-    const [insertMs] = await timed(() =>
-      inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => {
-        const [t] = await timed(() => insertFloorRow(pool, i));
-        insertLat.push(t);
-      }),
-    );
-    const floorC = { perSecond: round(SIZES.appends / (insertMs / 1000)), ...summary(insertLat) };
-    results.floorC_insertTransaction = floorC;
-
-    // 2. The commit's own time, from a SQL trace of the worker ----------------------------
-    if (wants('commit')) {
-      log('commit: statements and time of the compaction commit (SQL trace in the worker)');
-      const traceFile = path.join(stack.dir, 'sql-trace.jsonl');
-      await stopWorker();
-      await startWorker({ BENCH_SQL_TRACE_FILE: traceFile });
-      const cIds = Array.from({ length: SIZES.commitSamples }, (_, i) => `bench-commit-${i}`);
-      await inBatches(cIds, 10, (id) => newSession(id, 40));
-      for (const id of cIds) await sessions.compact(id);
-      await stopWorker();
-      await startWorker();
-      const traced = readFileSync(traceFile, 'utf8')
-        .trim()
-        .split('\n')
-        .map((l) => JSON.parse(l) as { statements: number; ms: number; sql: string[] });
-      // The commit is the statement that calls sc_compaction_commit (or, when appends kept landing, the
-      // transaction that holds the locks around it); a retried commit is several of them for one compaction.
-      const commits = traced.filter((t) => t.sql.some((s) => /sc_compaction_commit/i.test(s)));
-      const transactions = traced.filter((t) => t.statements > 1);
-      results.commit = {
-        compactions: cIds.length,
-        commitsFound: commits.length,
-        statements: commits.length ? commits[0].statements : null,
-        ...(commits.length ? { ms: summary(commits.map((c) => c.ms)) } : {}),
-        statementsOfFirst: commits[0]?.sql,
-        commitStatementsPerCompaction: round(commits.reduce((n, t) => n + t.statements, 0) / cIds.length, 2),
-        // Every statement the worker sent, by its first words: where the round trips go.
-        statementsByKind: Object.fromEntries(
-          Object.entries(
-            traced
-              .flatMap((t) => (t.statements === 1 ? t.sql : [`transaction: ${t.sql.join(' / ')}`]))
-              .reduce<Record<string, number>>((counts, text) => {
-                const kind = text.slice(0, 60);
-                counts[kind] = (counts[kind] ?? 0) + 1;
-                return counts;
-              }, {}),
-          ).map(([kind, n]) => [kind, round(n / cIds.length, 2)]),
-        ),
-        transactionsPerCompaction: round(transactions.length / cIds.length, 1),
-        roundTripsPerCompaction: round(traced.reduce((n, t) => n + t.statements, 0) / cIds.length, 1),
-        ...(commits.length
-          ? {
-              overFloorCTransaction: {
-                p50: round(summary(commits.map((c) => c.ms)).p50 / floorC.p50),
-                p99: round(summary(commits.map((c) => c.ms)).p99 / floorC.p99),
-              },
-            }
-          : {}),
-      };
-    }
-
-    // 3. Cost per compaction: history, billable actions, LLM tokens ----------------------
-    if (wants('cost')) {
-      log('cost: history per compaction');
-      await newSession('bench-cost', 40);
-      const costBefore = await historyOf(lineageWorkflowId('bench-cost'));
-      let costHead = 'bench-cost';
-      for (let i = 0; i < SIZES.costCompactions; i++) {
-        costHead = (await sessions.compact(costHead)).sessionId;
-        await sessions.append(costHead, transcript(40, `cost${i}`));
-      }
-      const costAfter = await historyOf(lineageWorkflowId('bench-cost'));
-      const bytesBySize: Record<string, number> = {};
-      for (const size of [100, SIZES.bigTranscript]) {
-        const id = `bench-size-${String(size).padStart(5, '0')}`;
-        await newSession(id, size);
-        const before = await historyOf(lineageWorkflowId(id));
-        await sessions.compact(id, { requestId: 'bench-fixed-length-id' });
-        bytesBySize[size] = (await historyOf(lineageWorkflowId(id))).bytes - before.bytes;
-      }
-      log(`cost: billable actions for a ${SIZES.streamSeconds} s streamed summary, default TTL (60 s)`);
-      const streamed = ['bench-bill-0', 'bench-bill-1'];
-      for (const id of streamed) await newSession(id, 40);
-      const beforeBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
-      const heartbeatsBefore = await promCounter(stack.temporal.metricsUrl, 'service_requests', {
-        operation: 'RecordActivityTaskHeartbeat',
-        service_name: 'frontend',
-      });
-      llm.script(...streamed.map(() => ({ chunks: SIZES.streamSeconds * 2, chunkDelayMs: 500 })));
-      const [streamMs] = await timed(() => Promise.all(streamed.map((id) => sessions.compact(id))));
-      results.heartbeatMetricLines = await promLines(stack.temporal.metricsUrl, 'service_requests', 'RecordActivityTaskHeartbeat');
-      const heartbeats =
-        (await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat', service_name: 'frontend' })) -
-        heartbeatsBefore;
-      const afterBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
-      const delta = (k: string) => afterBill.reduce((n, h, i) => n + (h.counts[k] ?? 0) - (beforeBill[i].counts[k] ?? 0), 0) / streamed.length;
-      const actions = {
-        updates: delta('workflowExecutionUpdateAccepted'),
-        activityStarts: delta('activityTaskScheduled'),
-        heartbeatsRecorded: heartbeats / streamed.length,
-        searchAttributeUpserts: delta('upsertWorkflowSearchAttributes'),
-        memoUpserts: delta('workflowPropertiesModified'),
-        signals: delta('workflowExecutionSignaled'),
-        timers: delta('timerStarted'),
-        localActivities: delta('markerRecorded'),
-      };
-      const tokens = (
-        await database.db.execute(
-          sql`select avg(coalesce(summariser_prompt_tokens, 0) + coalesce(summariser_completion_tokens, 0))::float as total, avg(summariser_prompt_tokens)::float as prompt, avg(summariser_completion_tokens)::float as completion, count(*)::int as n from compactions where outcome = 'compacted'`,
-        )
-      ).rows[0] as Record<string, number>;
-      results.cost = {
-        historyPerCompaction: {
-          events: round((costAfter.events - costBefore.events) / SIZES.costCompactions, 1),
-          bytes: round((costAfter.bytes - costBefore.bytes) / SIZES.costCompactions, 0),
-        },
-        historyBytesByTranscriptSize: bytesBySize,
-        billable: {
-          streamSeconds: SIZES.streamSeconds,
-          measuredSeconds: round(streamMs / 1000, 1),
-          ...actions,
-          total: round(
-            Object.values(actions).reduce((a, b) => a + b, 0),
-            1,
-          ),
-        },
-        llmTokensPerCompaction: {
-          fromAuditRows: tokens.n,
-          prompt: round(tokens.prompt, 1),
-          completion: round(tokens.completion, 1),
-          total: round(tokens.total, 1),
-        },
-      };
-    }
-
-    // 3b. Summary prompt tokens over a lineage's life, and what a prompt cache serves --------
-    if (wants('generations')) {
-      const generations = quick ? 10 : 100;
-      log(`generations: two lineages compacted ${generations} times, the summariser the session's own model (prefix layout) and another (rendered)`);
-      const agent = new OpenAI({ apiKey: 'bench', baseURL: config.llm.baseURL, maxRetries: 0 });
-      /** The agent's call with its head, as it sends it: what the local LLM reported. */
-      const agentCall = async (messages: unknown[]) => {
-        await agent.chat.completions.create({ model: config.llm.model, messages: messages as OpenAI.ChatCompletionMessageParam[] });
-        return llm.requests.at(-1)!.usage;
-      };
-      results.generations = { generations };
-      for (const [layout, model] of [
-        ['prefix', config.llm.model],
-        ['rendered', 'another-model'],
-      ] as const) {
-        const id = `bench-gen-${layout}`;
-        await sessions.createSession({ sessionId: id, model });
-        // An agent's instructions come first and stay: what its next call can be served from the cache.
-        await sessions.append(id, [{ role: 'system', content: `You are ${layout}-agent, a careful coding agent. ${'Follow the house rules. '.repeat(80)}` }]);
-        let head = id;
-        const nextCall = { prompt: 0, cached: 0 };
-        for (let g = 0; g < generations; g++) {
-          await sessions.append(head, transcript(40, `${layout}-gen${g}`));
-          await agentCall((await sessions.transcript(head)).messages);
-          const result = await sessions.compact(head, { force: true });
-          if (result.outcome !== 'compacted') throw new Error(`generation ${g + 1}: ${result.outcome} ${result.reason ?? ''}`);
-          head = result.sessionId;
-          const next = await agentCall(result.messages);
-          nextCall.prompt += next.prompt_tokens;
-          nextCall.cached += next.prompt_tokens_details?.cached_tokens ?? 0;
-        }
-        const rows = (
-          await database.db.execute(
-            sql`select generation, summariser_prompt_tokens as prompt, summariser_cached_prompt_tokens as cached from compactions where lineage_id = ${id} and outcome = 'compacted' order by generation`,
-          )
-        ).rows as Array<{ generation: number; prompt: number; cached: number | null }>;
-        const at = (n: number) => rows.find((r) => r.generation === n);
-        const sum = (k: 'prompt' | 'cached') => rows.reduce((t, r) => t + (r[k] ?? 0), 0);
-        results.generations[layout] = {
-          model,
-          promptTokensAt: Object.fromEntries([1, 10, 100].filter((n) => n <= generations).map((n) => [n, at(n)?.prompt ?? null])),
-          cachedTokensAt: Object.fromEntries([1, 10, 100].filter((n) => n <= generations).map((n) => [n, at(n)?.cached ?? null])),
-          uncachedTokensAt: Object.fromEntries(
-            [1, 10, 100].filter((n) => n <= generations).map((n) => [n, at(n) ? at(n)!.prompt - (at(n)!.cached ?? 0) : null]),
-          ),
-          summaryCachedShare: round(sum('cached') / sum('prompt')),
-          agentNextCallCachedShare: round(nextCall.cached / nextCall.prompt),
-        };
-      }
-    }
-
-    // 4. Throughput: ours, floor (b) and the reference design, at each load -----------------
-    if (wants('throughput')) {
-      results.throughput = [];
-      for (const sessionCount of SIZES.throughputSessions) {
-        log(`throughput: ${sessionCount} sessions x ${SIZES.callers} concurrent callers: ours, floor (b), the reference design`);
-        const tIds = Array.from({ length: sessionCount }, (_, i) => `bench-tp${sessionCount}-${i}`);
-        await inBatches(tIds, 20, (id) => newSession(id, 40));
-        await inBatches(tIds, 20, (id) => newRefSession(`ref-${id}`, 40));
-        const shapes = await Promise.all(tIds.map((id) => temporal.workflow.start('sameShapeWorkflow', { workflowId: `shape-${id}`, taskQueue: 'bench-aux' })));
-        const run = async (call: (i: number) => Promise<string>) => {
-          let errors = 0;
-          const outcomes: Record<string, number> = {};
-          const [ms] = await timed(() =>
-            Promise.all(
-              tIds.flatMap((_id, i) =>
-                Array.from({ length: SIZES.callers }, () =>
-                  call(i).then(
-                    (o) => void (outcomes[o] = (outcomes[o] ?? 0) + 1),
-                    () => void errors++,
-                  ),
-                ),
-              ),
-            ),
-          );
-          return { ms, outcomes, errors };
-        };
-        const o = await run(async (i) => (await sessions.compactAnswer(tIds[i])).outcome);
-        const committed = Number(
-          (
-            (await database.db.execute(sql`select count(*) as n from sessions where parent_session_id like ${`bench-tp${sessionCount}-%`}`)).rows[0] as {
-              n: string;
-            }
-          ).n,
-        );
-        const b = await run(async (i) => String(typeof (await shapes[i].executeUpdate(sameShapeUpdate, { args: [i] }))));
-        const r = await run(async (i) => (await reference.compact(`ref-${tIds[i]}`)).outcome);
-        const refAudit = await reference.audit(tIds.map((id) => `ref-${id}`));
-        await Promise.all(shapes.map((h) => h.terminate('benchmark done')));
-        const callers = sessionCount * SIZES.callers;
-        const perSecond = (n: number, ms: number) => round(n / (ms / 1000));
-        results.throughput.push({
-          sessions: sessionCount,
-          callers,
-          ours: {
-            seconds: round(o.ms / 1000),
-            compactionsPerSecond: perSecond(committed, o.ms),
-            answersPerSecond: perSecond(callers, o.ms),
-            outcomes: o.outcomes,
-            errors: o.errors,
-            forks: (await sessions.operator.audit()).forks,
-          },
-          floorB: { seconds: round(b.ms / 1000), answersPerSecond: perSecond(callers, b.ms), errors: b.errors },
-          reference: {
-            seconds: round(r.ms / 1000),
-            compactionsPerSecond: perSecond(refAudit.committedCompactions, r.ms),
-            answersPerSecond: perSecond(callers, r.ms),
-            outcomes: r.outcomes,
-            errors: r.errors,
-            forks: refAudit.forks,
-          },
-          oursOverFloorB: round(perSecond(callers, o.ms) / perSecond(callers, b.ms)),
-        });
-      }
-    }
-
-    // 5. Appends: floor (c), ours and the reference design, alone and during compactions ---
-    if (wants('appends')) {
-      log(`appends: ${SIZES.appends} single-message appends, 10 writers`);
-      const appendRun = async (append: (i: number) => Promise<unknown>, during?: () => Promise<void>) => {
-        const latencies: number[] = [];
-        let stop = false;
-        let compactions = 0;
-        const background = during
-          ? (async () => {
-              while (!stop) {
-                await during();
-                compactions++;
-              }
-            })()
-          : undefined;
-        const [ms] = await timed(() =>
-          inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => void latencies.push((await timed(() => append(i)))[0])),
-        );
-        stop = true;
-        await background;
-        return { perSecond: round(SIZES.appends / (ms / 1000)), ...summary(latencies), ...(during ? { compactionsMeanwhile: compactions } : {}) };
-      };
-      const aIds = Array.from({ length: 10 }, (_, i) => `bench-app-${i}`);
-      await inBatches(aIds, 10, (id) => newSession(id, 40));
-      await inBatches(aIds, 10, (id) => newRefSession(`ref-${id}`, 40));
-      const oursAppend = (i: number) => sessions.append(aIds[i % 10], [{ role: 'user', content: `append ${i}` }]);
-      const refAppend = (i: number) => reference.append(`ref-${aIds[i % 10]}`, [{ role: 'user', content: `append ${i}` }]);
-      let k = 0;
-      const oursAlone = await appendRun(oursAppend);
-      const oursDuring = await appendRun(
-        oursAppend,
-        async () => void (await sessions.compact((await sessions.transcript(aIds[k++ % 10])).sessionId, { force: true })),
-      );
-      const refAlone = await appendRun(refAppend);
-      const refDuring = await appendRun(refAppend, async () => {
-        const id = `ref-${aIds[k++ % 10]}`;
-        await reference.compact(await reference.head(id));
-      });
-      const tokenCounting = measureTokenCounting();
-      results.appends = {
-        tokenCounting,
-        floorC: floorC,
-        ours: { alone: oursAlone, duringCompactions: oursDuring },
-        reference: { alone: refAlone, duringCompactions: refDuring },
-        ratios: {
-          oursThroughputOverFloorC: round(oursAlone.perSecond / floorC.perSecond),
-          oursP99DuringOverAlone: round(oursDuring.p99 / oursAlone.p99),
-          referenceThroughputOverFloorC: round(refAlone.perSecond / floorC.perSecond),
-        },
-      };
-    }
-
-    // 6. Faults, both designs -------------------------------------------------------------
-    if (wants('faults')) {
-      await stopWorker(); // the fault scenarios run their own worker processes on their own queue
-      results.faults = await runFaults(stack, database, log, { onlyConcurrentTriggers: quick && !only });
-      await startWorker();
-    }
-
-    // 7. Wake after eviction --------------------------------------------------------------
-    if (wants('wake')) {
-      log(`wake: lineages after ${SIZES.ages.join(', ')} compactions and one at its run's worst point, continue-as-new every ${SIZES.period}`);
-      const tuned = await SessionsClient.connect({ config, database, settings: { maxCompactionsPerRun: SIZES.period } });
-      const ages = [...SIZES.ages, SIZES.period - 1];
-      const wakeIds = ages.map((n, i) => `bench-wake-${i === SIZES.ages.length ? 'worst' : n}`);
-      await Promise.all(
-        wakeIds.map(async (id, i) => {
-          await newSession(id, 40, tuned);
-          let head = id;
-          for (let c = 0; c < ages[i]; c++) {
-            head = (await tuned.compact(head, { force: true })).sessionId;
-            await tuned.append(head, transcript(6, `w${c}`));
-          }
-        }),
-      );
-      await tuned.close();
-      const wake: Record<string, number[]> = Object.fromEntries(wakeIds.map((id) => [id, []]));
-      for (let s = 0; s < SIZES.wakeSamples; s++) {
-        await stopWorker();
-        await startWorker(); // an empty cache: every lineage replays its current run on wake
-        await sessions.operator.state(ids[0]); // the worker's first workflow task (its V8 context, its connections) is not a wake
-        for (const id of s % 2 ? [...wakeIds].reverse() : wakeIds) wake[id].push((await timed(() => sessions.operator.state(id)))[0]);
-      }
-      results.wake = {
-        maxCompactionsPerRun: SIZES.period,
-        lineages: await Promise.all(
-          wakeIds.map(async (id, i) => ({
-            compactions: ages[i],
-            worstPointOfRun: i === SIZES.ages.length,
-            currentRunEvents: (await historyOf(lineageWorkflowId(id))).events,
-            ms: summary(wake[id]),
-          })),
-        ),
-      };
-    }
-
-    // 8. Memory per cached idle lineage, cache = number of lineages, reuseV8Context on/off --
-    if (wants('memory')) {
-      log(`memory: ${SIZES.idle} idle lineages, cache set to ${SIZES.idle}`);
-      const idleIds = Array.from({ length: SIZES.idle }, (_, i) => `bench-idle-${i}`);
-      await inBatches(idleIds, 25, async (id) => void (await sessions.createSession({ sessionId: id })));
-      const memory: Record<string, unknown> = {};
-      // reuseV8Context off costs about 3x the memory: compared on a smaller set (so the machine, shared, is not pushed
-      // past its RAM), then the default (on) at the full count for the 4 GiB target.
-      const compareCount = Math.min(SIZES.idle, 2000);
-      for (const [label, reuse, count] of [
-        ['reuseV8Context', true, compareCount],
-        ['noReuseV8Context', false, compareCount],
-        ['reuseV8ContextFull', true, SIZES.idle],
-      ] as const) {
-        if (label === 'reuseV8ContextFull' && count === compareCount) continue;
-        const some = idleIds.slice(0, count);
-        await stopWorker();
-        const w = await startWorker({ WORKER_MAX_CACHED_WORKFLOWS: String(count), BENCH_WORKER_OPTIONS: JSON.stringify({ reuseV8Context: reuse }) });
-        const fresh = rssKiB(w.pid!);
-        const [loadMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.operator.state(id)))); // each replays into the cache
-        const loaded = rssKiB(w.pid!);
-        // Touch them all again: if any had been evicted, this would replay it (cache check).
-        const [touchMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.operator.state(id))));
-        memory[label] = {
-          lineages: count,
-          cacheSize: count,
-          freshWorkerMiB: round(fresh / 1024, 1),
-          withIdleLineagesMiB: round(loaded / 1024, 1),
-          kibPerCachedLineage: round((loaded - fresh) / count, 1),
-          loadSeconds: round(loadMs / 1000, 1),
-          secondTouchSeconds: round(touchMs / 1000, 1),
-          within4GiB: rssKiB(w.pid!) < 4 * 1024 * 1024,
-        };
-      }
-      results.memory = { idleLineages: SIZES.idle, cacheSize: SIZES.idle, ...memory };
-      await stopWorker();
-      await startWorker();
-    }
+    for (const section of SECTIONS.filter((s) => s.shared && wants(s))) await section.run(bench);
   } finally {
-    await sessions.close();
-    await stopWorker();
-    await stopProcess(auxProcess);
-    await connection.close();
-    await pool.end();
-    await database.close();
-    await stack.stop();
+    await bench.close();
   }
-
-  // 9. Eager activity dispatch, on a fresh server with it enabled -------------------------
-  if (wants('eager')) results.eager = await measureEager(llm);
-  // 10. The naive design, in its own worker process on a fresh server ----------------------
-  if (wants('naive')) results.naive = await measureNaive(results);
+  for (const section of SECTIONS.filter((s) => !s.shared && wants(s))) await section.run(bench);
+  const { results } = bench;
   results.seconds = round((now() - started) / 1000, 1);
 
   mkdirSync(path.join(__dirname, 'results'), { recursive: true });
@@ -645,6 +277,457 @@ async function main(): Promise<void> {
   console.log(`\nJSON: ${path.relative(PROJECT_ROOT, file)}`);
 }
 
+/** Floors (a), (b) and (c), ours and the reference design, interleaved. */
+async function measureLatency(b: Bench): Promise<void> {
+  const { pool, reference, temporal, sessions, results, newSession, newRefSession } = b;
+  log(`latency: ${SIZES.rounds} interleaved rounds of bare Update, same-shape floor, ours, reference design`);
+  const floorHandle = await temporal.workflow.start('floorWorkflow', { workflowId: 'bench-floor', taskQueue: 'bench-aux' });
+  const shapeHandle = await temporal.workflow.start('sameShapeWorkflow', { workflowId: 'bench-same-shape', taskQueue: 'bench-aux' });
+  await floorHandle.executeUpdate(noopUpdate, { args: [0] });
+  await shapeHandle.executeUpdate(sameShapeUpdate, { args: [0] });
+  const ids = Array.from({ length: SIZES.rounds }, (_, i) => `bench-lat-${i}`);
+  await inBatches(ids, 10, (id) => newSession(id, 40));
+  for (const id of ids) await sessions.operator.state(id); // workflows started and cached
+  b.latencyIds = ids;
+  await inBatches(ids, 10, (id) => newRefSession(`ref-lat-${id}`, 40));
+  const lat = { update: [] as number[], sameShape: [] as number[], ours: [] as number[], transcriptRead: [] as number[], reference: [] as number[] };
+  for (let r = 0; r < SIZES.rounds; r++) {
+    const steps: Array<() => Promise<void>> = [
+      async () => void lat.update.push((await timed(() => floorHandle.executeUpdate(noopUpdate, { args: [r] })))[0]),
+      async () => void lat.sameShape.push((await timed(() => shapeHandle.executeUpdate(sameShapeUpdate, { args: [r] })))[0]),
+      async () => {
+        // compact() without its read of the new head, so ours does what the floors do; the read apart.
+        const [ms, result] = await timed(() => sessions.compactAnswer(ids[r]));
+        if (result.outcome !== 'compacted') throw new Error(`unexpected ${result.outcome}: ${result.reason}`);
+        lat.ours.push(ms);
+        lat.transcriptRead.push((await timed(() => sessions.transcript(result.sessionId)))[0]);
+      },
+      async () => {
+        const [ms, result] = await timed(() => reference.compact(`ref-lat-${ids[r]}`));
+        if (result.outcome !== 'compacted') throw new Error(`reference: unexpected ${result.outcome}`);
+        lat.reference.push(ms);
+      },
+    ];
+    for (let s = 0; s < steps.length; s++) await steps[(s + r) % steps.length]();
+  }
+  const floorB = summary(lat.sameShape);
+  const ours = summary(lat.ours);
+  results.latency = {
+    floorA_bareUpdate: summary(lat.update),
+    floorB_sameShape: floorB,
+    ours,
+    transcriptRead: summary(lat.transcriptRead),
+    reference: summary(lat.reference),
+    oursOverFloorB: { p50: round(ours.p50 / floorB.p50), p99: round(ours.p99 / floorB.p99) },
+    oursOverReference: { p50: round(ours.p50 / summary(lat.reference).p50) },
+  };
+  if (process.env.BENCH_TRACE) {
+    const h = await temporal.workflow.getHandle(lineageWorkflowId(ids[ids.length - 1])).fetchHistory();
+    const t0 = Number(h.events![0].eventTime!.seconds) * 1000 + h.events![0].eventTime!.nanos! / 1e6;
+    for (const e of h.events!)
+      console.error(
+        String(e.eventId).padStart(3),
+        (Number(e.eventTime!.seconds) * 1000 + e.eventTime!.nanos! / 1e6 - t0).toFixed(1).padStart(8),
+        Object.keys(e).find((k) => k.endsWith('Attributes')),
+      );
+  }
+
+  // Floor (c): single-row INSERT transactions, 10 writers, like the append benchmark.
+  log(`floor (c): ${SIZES.appends} single-row INSERT transactions, 10 writers`);
+  const insertLat: number[] = [];
+  const [insertMs] = await timed(() =>
+    inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => {
+      const [t] = await timed(() => insertFloorRow(pool, i));
+      insertLat.push(t);
+    }),
+  );
+  const floorC = { perSecond: round(SIZES.appends / (insertMs / 1000)), ...summary(insertLat) };
+  results.floorC_insertTransaction = floorC;
+}
+
+/** The commit's own time, from a SQL trace of the worker. */
+async function measureCommit(b: Bench): Promise<void> {
+  const { stack, sessions, results, newSession, startWorker, stopWorker } = b;
+  const floorC = b.results.floorC_insertTransaction as { perSecond: number; p50: number; p99: number };
+  log('commit: statements and time of the compaction commit (SQL trace in the worker)');
+  const traceFile = path.join(stack.dir, 'sql-trace.jsonl');
+  await stopWorker();
+  await startWorker({ BENCH_SQL_TRACE_FILE: traceFile });
+  const cIds = Array.from({ length: SIZES.commitSamples }, (_, i) => `bench-commit-${i}`);
+  await inBatches(cIds, 10, (id) => newSession(id, 40));
+  for (const id of cIds) await sessions.compact(id);
+  await stopWorker();
+  await startWorker();
+  const traced = readFileSync(traceFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { statements: number; ms: number; sql: string[] });
+  // The commit is the statement that calls sc_compaction_commit (or, when appends kept landing, the
+  // transaction that holds the locks around it); a retried commit is several of them for one compaction.
+  const commits = traced.filter((t) => t.sql.some((s) => /sc_compaction_commit/i.test(s)));
+  const transactions = traced.filter((t) => t.statements > 1);
+  results.commit = {
+    compactions: cIds.length,
+    commitsFound: commits.length,
+    statements: commits.length ? commits[0].statements : null,
+    ...(commits.length ? { ms: summary(commits.map((c) => c.ms)) } : {}),
+    statementsOfFirst: commits[0]?.sql,
+    commitStatementsPerCompaction: round(commits.reduce((n, t) => n + t.statements, 0) / cIds.length, 2),
+    // Every statement the worker sent, by its first words: where the round trips go.
+    statementsByKind: Object.fromEntries(
+      Object.entries(
+        traced
+          .flatMap((t) => (t.statements === 1 ? t.sql : [`transaction: ${t.sql.join(' / ')}`]))
+          .reduce<Record<string, number>>((counts, text) => {
+            const kind = text.slice(0, 60);
+            counts[kind] = (counts[kind] ?? 0) + 1;
+            return counts;
+          }, {}),
+      ).map(([kind, n]) => [kind, round(n / cIds.length, 2)]),
+    ),
+    transactionsPerCompaction: round(transactions.length / cIds.length, 1),
+    roundTripsPerCompaction: round(traced.reduce((n, t) => n + t.statements, 0) / cIds.length, 1),
+    ...(commits.length
+      ? {
+          overFloorCTransaction: {
+            p50: round(summary(commits.map((c) => c.ms)).p50 / floorC.p50),
+            p99: round(summary(commits.map((c) => c.ms)).p99 / floorC.p99),
+          },
+        }
+      : {}),
+  };
+}
+
+/** Cost per compaction: history, billable actions, LLM tokens. */
+async function measureCost(b: Bench): Promise<void> {
+  const { stack, llm, database, sessions, results, historyOf, newSession } = b;
+  log('cost: history per compaction');
+  await newSession('bench-cost', 40);
+  const costBefore = await historyOf(lineageWorkflowId('bench-cost'));
+  let costHead = 'bench-cost';
+  for (let i = 0; i < SIZES.costCompactions; i++) {
+    costHead = (await sessions.compact(costHead)).sessionId;
+    await sessions.append(costHead, transcript(40, `cost${i}`));
+  }
+  const costAfter = await historyOf(lineageWorkflowId('bench-cost'));
+  const bytesBySize: Record<string, number> = {};
+  for (const size of [100, SIZES.bigTranscript]) {
+    const id = `bench-size-${String(size).padStart(5, '0')}`;
+    await newSession(id, size);
+    const before = await historyOf(lineageWorkflowId(id));
+    await sessions.compact(id, { requestId: 'bench-fixed-length-id' });
+    bytesBySize[size] = (await historyOf(lineageWorkflowId(id))).bytes - before.bytes;
+  }
+  log(`cost: billable actions for a ${SIZES.streamSeconds} s streamed summary, default TTL (60 s)`);
+  const streamed = ['bench-bill-0', 'bench-bill-1'];
+  for (const id of streamed) await newSession(id, 40);
+  const beforeBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
+  const heartbeatsBefore = await promCounter(stack.temporal.metricsUrl, 'service_requests', {
+    operation: 'RecordActivityTaskHeartbeat',
+    service_name: 'frontend',
+  });
+  llm.script(...streamed.map(() => ({ chunks: SIZES.streamSeconds * 2, chunkDelayMs: 500 })));
+  const [streamMs] = await timed(() => Promise.all(streamed.map((id) => sessions.compact(id))));
+  results.heartbeatMetricLines = await promLines(stack.temporal.metricsUrl, 'service_requests', 'RecordActivityTaskHeartbeat');
+  const heartbeats =
+    (await promCounter(stack.temporal.metricsUrl, 'service_requests', { operation: 'RecordActivityTaskHeartbeat', service_name: 'frontend' })) -
+    heartbeatsBefore;
+  const afterBill = await Promise.all(streamed.map((id) => historyOf(lineageWorkflowId(id))));
+  const delta = (k: string) => afterBill.reduce((n, h, i) => n + (h.counts[k] ?? 0) - (beforeBill[i].counts[k] ?? 0), 0) / streamed.length;
+  const actions = {
+    updates: delta('workflowExecutionUpdateAccepted'),
+    activityStarts: delta('activityTaskScheduled'),
+    heartbeatsRecorded: heartbeats / streamed.length,
+    searchAttributeUpserts: delta('upsertWorkflowSearchAttributes'),
+    memoUpserts: delta('workflowPropertiesModified'),
+    signals: delta('workflowExecutionSignaled'),
+    timers: delta('timerStarted'),
+    localActivities: delta('markerRecorded'),
+  };
+  const tokens = (
+    await database.db.execute(
+      sql`select avg(coalesce(summariser_prompt_tokens, 0) + coalesce(summariser_completion_tokens, 0))::float as total, avg(summariser_prompt_tokens)::float as prompt, avg(summariser_completion_tokens)::float as completion, count(*)::int as n from compactions where outcome = 'compacted'`,
+    )
+  ).rows[0] as Record<string, number>;
+  results.cost = {
+    historyPerCompaction: {
+      events: round((costAfter.events - costBefore.events) / SIZES.costCompactions, 1),
+      bytes: round((costAfter.bytes - costBefore.bytes) / SIZES.costCompactions, 0),
+    },
+    historyBytesByTranscriptSize: bytesBySize,
+    billable: {
+      streamSeconds: SIZES.streamSeconds,
+      measuredSeconds: round(streamMs / 1000, 1),
+      ...actions,
+      total: round(
+        Object.values(actions).reduce((a, b) => a + b, 0),
+        1,
+      ),
+    },
+    llmTokensPerCompaction: {
+      fromAuditRows: tokens.n,
+      prompt: round(tokens.prompt, 1),
+      completion: round(tokens.completion, 1),
+      total: round(tokens.total, 1),
+    },
+  };
+}
+
+/** Summary prompt tokens over a lineage's life, and what a prompt cache serves. */
+async function measureGenerations(b: Bench): Promise<void> {
+  const { config, llm, database, sessions, results } = b;
+  const generations = quick ? 10 : 100;
+  log(`generations: two lineages compacted ${generations} times, the summariser the session's own model (prefix layout) and another (rendered)`);
+  const agent = new OpenAI({ apiKey: 'bench', baseURL: config.llm.baseURL, maxRetries: 0 });
+  /** The agent's call with its head, as it sends it: what the local LLM reported. */
+  const agentCall = async (messages: unknown[]) => {
+    await agent.chat.completions.create({ model: config.llm.model, messages: messages as OpenAI.ChatCompletionMessageParam[] });
+    return llm.requests.at(-1)!.usage;
+  };
+  results.generations = { generations };
+  for (const [layout, model] of [
+    ['prefix', config.llm.model],
+    ['rendered', 'another-model'],
+  ] as const) {
+    const id = `bench-gen-${layout}`;
+    await sessions.createSession({ sessionId: id, model });
+    // An agent's instructions come first and stay: what its next call can be served from the cache.
+    await sessions.append(id, [{ role: 'system', content: `You are ${layout}-agent, a careful coding agent. ${'Follow the house rules. '.repeat(80)}` }]);
+    let head = id;
+    const nextCall = { prompt: 0, cached: 0 };
+    for (let g = 0; g < generations; g++) {
+      await sessions.append(head, transcript(40, `${layout}-gen${g}`));
+      await agentCall((await sessions.transcript(head)).messages);
+      const result = await sessions.compact(head, { force: true });
+      if (result.outcome !== 'compacted') throw new Error(`generation ${g + 1}: ${result.outcome} ${result.reason ?? ''}`);
+      head = result.sessionId;
+      const next = await agentCall(result.messages);
+      nextCall.prompt += next.prompt_tokens;
+      nextCall.cached += next.prompt_tokens_details?.cached_tokens ?? 0;
+    }
+    const rows = (
+      await database.db.execute(
+        sql`select generation, summariser_prompt_tokens as prompt, summariser_cached_prompt_tokens as cached from compactions where lineage_id = ${id} and outcome = 'compacted' order by generation`,
+      )
+    ).rows as Array<{ generation: number; prompt: number; cached: number | null }>;
+    const at = (n: number) => rows.find((r) => r.generation === n);
+    const sum = (k: 'prompt' | 'cached') => rows.reduce((t, r) => t + (r[k] ?? 0), 0);
+    results.generations[layout] = {
+      model,
+      promptTokensAt: Object.fromEntries([1, 10, 100].filter((n) => n <= generations).map((n) => [n, at(n)?.prompt ?? null])),
+      cachedTokensAt: Object.fromEntries([1, 10, 100].filter((n) => n <= generations).map((n) => [n, at(n)?.cached ?? null])),
+      uncachedTokensAt: Object.fromEntries([1, 10, 100].filter((n) => n <= generations).map((n) => [n, at(n) ? at(n)!.prompt - (at(n)!.cached ?? 0) : null])),
+      summaryCachedShare: round(sum('cached') / sum('prompt')),
+      agentNextCallCachedShare: round(nextCall.cached / nextCall.prompt),
+    };
+  }
+}
+
+/** Throughput: ours, floor (b) and the reference design, at each load. */
+async function measureThroughput(b: Bench): Promise<void> {
+  const { database, reference, temporal, sessions, results, newSession, newRefSession } = b;
+  results.throughput = [];
+  for (const sessionCount of SIZES.throughputSessions) {
+    log(`throughput: ${sessionCount} sessions x ${SIZES.callers} concurrent callers: ours, floor (b), the reference design`);
+    const tIds = Array.from({ length: sessionCount }, (_, i) => `bench-tp${sessionCount}-${i}`);
+    await inBatches(tIds, 20, (id) => newSession(id, 40));
+    await inBatches(tIds, 20, (id) => newRefSession(`ref-${id}`, 40));
+    const shapes = await Promise.all(tIds.map((id) => temporal.workflow.start('sameShapeWorkflow', { workflowId: `shape-${id}`, taskQueue: 'bench-aux' })));
+    const run = async (call: (i: number) => Promise<string>) => {
+      let errors = 0;
+      const outcomes: Record<string, number> = {};
+      const [ms] = await timed(() =>
+        Promise.all(
+          tIds.flatMap((_id, i) =>
+            Array.from({ length: SIZES.callers }, () =>
+              call(i).then(
+                (o) => void (outcomes[o] = (outcomes[o] ?? 0) + 1),
+                () => void errors++,
+              ),
+            ),
+          ),
+        ),
+      );
+      return { ms, outcomes, errors };
+    };
+    const o = await run(async (i) => (await sessions.compactAnswer(tIds[i])).outcome);
+    const committed = Number(
+      (
+        (await database.db.execute(sql`select count(*) as n from sessions where parent_session_id like ${`bench-tp${sessionCount}-%`}`)).rows[0] as {
+          n: string;
+        }
+      ).n,
+    );
+    const b = await run(async (i) => String(typeof (await shapes[i].executeUpdate(sameShapeUpdate, { args: [i] }))));
+    const r = await run(async (i) => (await reference.compact(`ref-${tIds[i]}`)).outcome);
+    const refAudit = await reference.audit(tIds.map((id) => `ref-${id}`));
+    await Promise.all(shapes.map((h) => h.terminate('benchmark done')));
+    const callers = sessionCount * SIZES.callers;
+    const perSecond = (n: number, ms: number) => round(n / (ms / 1000));
+    results.throughput.push({
+      sessions: sessionCount,
+      callers,
+      ours: {
+        seconds: round(o.ms / 1000),
+        compactionsPerSecond: perSecond(committed, o.ms),
+        answersPerSecond: perSecond(callers, o.ms),
+        outcomes: o.outcomes,
+        errors: o.errors,
+        forks: (await sessions.operator.audit()).forks,
+      },
+      floorB: { seconds: round(b.ms / 1000), answersPerSecond: perSecond(callers, b.ms), errors: b.errors },
+      reference: {
+        seconds: round(r.ms / 1000),
+        compactionsPerSecond: perSecond(refAudit.committedCompactions, r.ms),
+        answersPerSecond: perSecond(callers, r.ms),
+        outcomes: r.outcomes,
+        errors: r.errors,
+        forks: refAudit.forks,
+      },
+      oursOverFloorB: round(perSecond(callers, o.ms) / perSecond(callers, b.ms)),
+    });
+  }
+}
+
+/** Appends: floor (c), ours and the reference design, alone and during compactions. */
+async function measureAppends(b: Bench): Promise<void> {
+  const { reference, sessions, results, newSession, newRefSession } = b;
+  const floorC = b.results.floorC_insertTransaction as { perSecond: number; p50: number; p99: number };
+  log(`appends: ${SIZES.appends} single-message appends, 10 writers`);
+  const appendRun = async (append: (i: number) => Promise<unknown>, during?: () => Promise<void>) => {
+    const latencies: number[] = [];
+    let stop = false;
+    let compactions = 0;
+    const background = during
+      ? (async () => {
+          while (!stop) {
+            await during();
+            compactions++;
+          }
+        })()
+      : undefined;
+    const [ms] = await timed(() =>
+      inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => void latencies.push((await timed(() => append(i)))[0])),
+    );
+    stop = true;
+    await background;
+    return { perSecond: round(SIZES.appends / (ms / 1000)), ...summary(latencies), ...(during ? { compactionsMeanwhile: compactions } : {}) };
+  };
+  const aIds = Array.from({ length: 10 }, (_, i) => `bench-app-${i}`);
+  await inBatches(aIds, 10, (id) => newSession(id, 40));
+  await inBatches(aIds, 10, (id) => newRefSession(`ref-${id}`, 40));
+  const oursAppend = (i: number) => sessions.append(aIds[i % 10], [{ role: 'user', content: `append ${i}` }]);
+  const refAppend = (i: number) => reference.append(`ref-${aIds[i % 10]}`, [{ role: 'user', content: `append ${i}` }]);
+  let k = 0;
+  const oursAlone = await appendRun(oursAppend);
+  const oursDuring = await appendRun(
+    oursAppend,
+    async () => void (await sessions.compact((await sessions.transcript(aIds[k++ % 10])).sessionId, { force: true })),
+  );
+  const refAlone = await appendRun(refAppend);
+  const refDuring = await appendRun(refAppend, async () => {
+    const id = `ref-${aIds[k++ % 10]}`;
+    await reference.compact(await reference.head(id));
+  });
+  const tokenCounting = measureTokenCounting();
+  results.appends = {
+    tokenCounting,
+    floorC: floorC,
+    ours: { alone: oursAlone, duringCompactions: oursDuring },
+    reference: { alone: refAlone, duringCompactions: refDuring },
+    ratios: {
+      oursThroughputOverFloorC: round(oursAlone.perSecond / floorC.perSecond),
+      oursP99DuringOverAlone: round(oursDuring.p99 / oursAlone.p99),
+      referenceThroughputOverFloorC: round(refAlone.perSecond / floorC.perSecond),
+    },
+  };
+}
+
+/** Faults, both designs. */
+async function measureFaults(b: Bench): Promise<void> {
+  const { stack, database, results, startWorker, stopWorker } = b;
+  await stopWorker(); // the fault scenarios run their own worker processes on their own queue
+  results.faults = await runFaults(stack, database, log, { onlyConcurrentTriggers: quick && !chosen });
+  await startWorker();
+}
+
+/** Wake after eviction. */
+async function measureWake(b: Bench): Promise<void> {
+  const { config, database, sessions, results, historyOf, newSession, startWorker, stopWorker } = b;
+  log(`wake: lineages after ${SIZES.ages.join(', ')} compactions and one at its run's worst point, continue-as-new every ${SIZES.period}`);
+  const tuned = await SessionsClient.connect({ config, database, settings: { maxCompactionsPerRun: SIZES.period } });
+  const ages = [...SIZES.ages, SIZES.period - 1];
+  const wakeIds = ages.map((n, i) => `bench-wake-${i === SIZES.ages.length ? 'worst' : n}`);
+  await Promise.all(
+    wakeIds.map(async (id, i) => {
+      await newSession(id, 40, tuned);
+      let head = id;
+      for (let c = 0; c < ages[i]; c++) {
+        head = (await tuned.compact(head, { force: true })).sessionId;
+        await tuned.append(head, transcript(6, `w${c}`));
+      }
+    }),
+  );
+  await tuned.close();
+  const wake: Record<string, number[]> = Object.fromEntries(wakeIds.map((id) => [id, []]));
+  for (let s = 0; s < SIZES.wakeSamples; s++) {
+    await stopWorker();
+    await startWorker(); // an empty cache: every lineage replays its current run on wake
+    await sessions.operator.state(b.latencyIds[0]); // the worker's first workflow task (its V8 context, its connections) is not a wake
+    for (const id of s % 2 ? [...wakeIds].reverse() : wakeIds) wake[id].push((await timed(() => sessions.operator.state(id)))[0]);
+  }
+  results.wake = {
+    maxCompactionsPerRun: SIZES.period,
+    lineages: await Promise.all(
+      wakeIds.map(async (id, i) => ({
+        compactions: ages[i],
+        worstPointOfRun: i === SIZES.ages.length,
+        currentRunEvents: (await historyOf(lineageWorkflowId(id))).events,
+        ms: summary(wake[id]),
+      })),
+    ),
+  };
+}
+
+/** Memory per cached idle lineage, cache = number of lineages, reuseV8Context on/off. */
+async function measureMemory(b: Bench): Promise<void> {
+  const { sessions, results, startWorker, stopWorker } = b;
+  log(`memory: ${SIZES.idle} idle lineages, cache set to ${SIZES.idle}`);
+  const idleIds = Array.from({ length: SIZES.idle }, (_, i) => `bench-idle-${i}`);
+  await inBatches(idleIds, 25, async (id) => void (await sessions.createSession({ sessionId: id })));
+  const memory: Record<string, unknown> = {};
+  // reuseV8Context off costs about 3x the memory: compared on a smaller set (so the machine, shared, is not pushed
+  // past its RAM), then the default (on) at the full count for the 4 GiB target.
+  const compareCount = Math.min(SIZES.idle, 2000);
+  for (const [label, reuse, count] of [
+    ['reuseV8Context', true, compareCount],
+    ['noReuseV8Context', false, compareCount],
+    ['reuseV8ContextFull', true, SIZES.idle],
+  ] as const) {
+    if (label === 'reuseV8ContextFull' && count === compareCount) continue;
+    const some = idleIds.slice(0, count);
+    await stopWorker();
+    const w = await startWorker({ WORKER_MAX_CACHED_WORKFLOWS: String(count), BENCH_WORKER_OPTIONS: JSON.stringify({ reuseV8Context: reuse }) });
+    const fresh = rssKiB(w.pid!);
+    const [loadMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.operator.state(id)))); // each replays into the cache
+    const loaded = rssKiB(w.pid!);
+    // Touch them all again: if any had been evicted, this would replay it (cache check).
+    const [touchMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.operator.state(id))));
+    memory[label] = {
+      lineages: count,
+      cacheSize: count,
+      freshWorkerMiB: round(fresh / 1024, 1),
+      withIdleLineagesMiB: round(loaded / 1024, 1),
+      kibPerCachedLineage: round((loaded - fresh) / count, 1),
+      loadSeconds: round(loadMs / 1000, 1),
+      secondTouchSeconds: round(touchMs / 1000, 1),
+      within4GiB: rssKiB(w.pid!) < 4 * 1024 * 1024,
+    };
+  }
+  results.memory = { idleLineages: SIZES.idle, cacheSize: SIZES.idle, ...memory };
+  await stopWorker();
+  await startWorker();
+}
 /** Does this SDK and the dev server dispatch activities eagerly? The same-shape floor with and without. */
 async function measureEager(_llm: unknown) {
   log('eager activity dispatch: the same-shape floor on the default dev server and on one with it enabled, workers with and without eager slots');

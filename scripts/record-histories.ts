@@ -3,7 +3,7 @@
  * the session workflow against a fresh local stack (embedded Postgres, the Temporal dev
  * server, the worker, the local OpenAI-compatible test server) and saves each history with
  * historyToJSON. Run it only when a change to workflow code is meant to change histories
- * (see README, "Changing workflow code"); never to make a failing replay test pass.
+ * (see docs/development.md, "Changing workflow code"); never to make a failing replay test pass.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -1,6 +1,6 @@
 /**
  * Replays recorded histories of the session workflow against today's workflow code. A
- * failure here means a change would break sessions that are open now: see README,
+ * failure here means a change would break sessions that are open now: see docs/development.md,
  * "Changing workflow code", before re-recording (npm run replay:record).
  */
 import { readdirSync, readFileSync } from 'node:fs';

@@ -13,7 +13,7 @@
  *   starts nothing; once the first ends, a manual run starts again; the same through the
  *   `sessions` command interrupted with SIGINT (its workflow goes on; the re-run exits 3);
  * - an append to the lineage being pruned completes while the batch's export is being written;
- * - the export is owner-only (0600), also a file an earlier run left world-readable; a lineage's exported lines start with its id, as the README says.
+ * - the export is owner-only (0600), also a file an earlier run left world-readable; a lineage's exported lines start with its id, as docs/data.md says.
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -276,7 +276,7 @@ describe('retention, one batch at a time', () => {
     expect(mine.length).toBeGreaterThan(0);
     expect(mine.every((line) => (JSON.parse(line) as { lineageId: string }).lineageId === id)).toBe(true);
     expect(lines.filter((line) => (JSON.parse(line) as { lineageId: string }).lineageId === id)).toEqual(mine);
-    // What the README says an erase leaves: the exported lines, until the operator removes them.
+    // What docs/data.md says an erase leaves: the exported lines, until the operator removes them.
     await stack().client.deleteLineage(id);
     expect(
       readFileSync(file, 'utf8')

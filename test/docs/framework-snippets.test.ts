@@ -1,7 +1,7 @@
 /**
- * The README's framework snippets run as written: each TypeScript block of "Use with the
- * OpenAI Agents SDK" and "Use with the Anthropic SDK" is saved at the repository root (where
- * the README says to save it) and run with `node --import tsx`, against the test stack and the
+ * The framework snippets of docs/frameworks.md run as written: each TypeScript block of "Use
+ * with the OpenAI Agents SDK" and "Use with the Anthropic SDK" is saved at the repository root
+ * (where the page says to save it) and run with `node --import tsx`, against the test stack and the
  * strict fake provider of its SDK (the base URL and model from the environment, as a user's
  * key would be). Proven: it exits 0, the provider refused none of its requests, and the
  * history it printed or sent came from the service.
@@ -16,13 +16,13 @@ import { startStrictAnthropic, type StrictAnthropicProvider } from '../support/s
 import { startStrictResponses, type StrictResponsesProvider } from '../support/strict-responses';
 
 const stack = useTestStack();
-const readme = readFileSync(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
+const page = readFileSync(path.join(PROJECT_ROOT, 'docs/frameworks.md'), 'utf8');
 
 /** The first ```ts block after the heading. */
 function snippetAfter(heading: string): string {
-  const from = readme.indexOf(`\n${heading}\n`);
+  const from = page.indexOf(`\n${heading}\n`);
   expect(from, heading).toBeGreaterThan(0);
-  const match = /```ts\n([\s\S]*?)\n```/.exec(readme.slice(from));
+  const match = /```ts\n([\s\S]*?)\n```/.exec(page.slice(from));
   expect(match, `a ts block after ${heading}`).not.toBeNull();
   return match![1];
 }
@@ -46,7 +46,7 @@ async function runSnippet(code: string, env: Record<string, string>): Promise<{ 
   }
 }
 
-describe('README snippets', () => {
+describe('docs/frameworks.md snippets', () => {
   let responses: StrictResponsesProvider;
   let anthropic: StrictAnthropicProvider;
   beforeAll(async () => {
