@@ -1,5 +1,6 @@
 /** The commands of `sessions`: their usage, their options, and what each does. */
 import type { DialectName } from '../compaction/dialects';
+import { dialectChoices } from '../compaction/dialects/registry';
 import { parseCompactAt } from '../client/numbers';
 import type { SessionsClient } from '../client/sessions-client';
 import { readJsonInput, retentionPolicyOf, timeoutOf, UsageError, wholeNumberOf } from './input';
@@ -63,7 +64,7 @@ interface Command {
 const TABLE: Record<string, Command> = {
   create: {
     usage: [
-      '  create <sessionId> [--source S] [--mode rotate|in_place] [--dialect openai-chat|openai-responses|openai-agents|anthropic|gemini]',
+      `  create <sessionId> [--source S] [--mode rotate|in_place] [--dialect ${dialectChoices()}]`,
       '         [--compact-at TOKENS|PERCENT%] [--model M] [--context-window TOKENS]',
     ],
     run: async ({ client, values, print, sessionId }) => {
@@ -182,7 +183,7 @@ const TABLE: Record<string, Command> = {
   retention: {
     usage: [
       '  retention run|schedule|off [--ended-days D] [--archived-days D] [--audit-days D] [--key-days D] [--batch N] [--every 24h]',
-      '                                                 prune old rows now, on a Temporal Schedule, or stop the schedule (README, "Your data")',
+      '                                                 prune old rows now, on a Temporal Schedule, or stop the schedule (docs/data.md)',
     ],
     run: async ({ client, positionals, values, print }) => {
       const action = positionals[0];

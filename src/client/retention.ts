@@ -1,7 +1,6 @@
 /**
  * Retention from the client's side: run it once, or have Temporal run it on a schedule (a
- * Temporal Schedule starting src/workflows/retention.ts). Off until scheduled; see README,
- * "Your data".
+ * Temporal Schedule starting src/workflows/retention.ts). Off until scheduled; see docs/data.md.
  */
 import { type Client, ScheduleNotFoundError, ScheduleOverlapPolicy, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { InvalidInputError, RetentionRunningError } from '../errors';

@@ -4,7 +4,7 @@
  * release. Earlier releases named the head `headSessionId`, and histories of open lineages
  * still hold such results, so both names are read. Workers of those releases may take a
  * workflow task while a newer worker ran the activity (a rolling deploy), so the activities
- * write the head under both names until no such worker runs (README, "Changing workflow
+ * write the head under both names until no such worker runs (docs/development.md, "Changing workflow
  * code"). Pure: the workflow and the activities use it, test/unit/job-answer.test.ts proves it.
  */
 import type { Answer } from './contract';

@@ -1,6 +1,6 @@
 /**
  * Patch ids: each guards a change to the commands the workflow emits, so that histories of
- * open lineages recorded before the change still replay (README, "Changing workflow code";
+ * open lineages recorded before the change still replay (docs/development.md, "Changing workflow code";
  * test/replay/evolution.test.ts proves each guard). Never rename or reuse one.
  */
 
