@@ -3,6 +3,7 @@
 from .client import SessionsClient, check_compact_request, check_retention_policy, check_session_id, connect, lineage_workflow_id
 from .config import Config, load_config, temporal_connect_options
 from .dialects import DIALECTS, DialectName, for_provider
+from .operator_client import OperatorClient, connect_operator
 from .errors import (
     BackgroundCompactionRejectedError,
     CallTimeoutError,
@@ -36,6 +37,7 @@ __all__ = [
     "InvalidInputError",
     "LineageClosedError",
     "LineageErasedError",
+    "OperatorClient",
     "PayloadKeysMissingError",
     "RequestLostError",
     "RetentionRunningError",
@@ -49,6 +51,7 @@ __all__ = [
     "check_session_id",
     "check_text",
     "connect",
+    "connect_operator",
     "for_provider",
     "lineage_workflow_id",
     "load_config",

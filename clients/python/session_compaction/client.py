@@ -1,9 +1,15 @@
-"""SessionsClient for Python: the same operations as the TypeScript client.
+"""SessionsClient for Python: what an agent service calls, the same operations as the
+TypeScript client's SessionsClient (create_session, append, replace_tail, compact,
+request_compaction, wait_for_result, transcript, close_session, delete_lineage); what an
+operator reads and runs is OperatorClient (operator_client.py, ``sessions.operator``).
 
 Appends and reads go to Postgres through the data-plane SQL functions (``session_create``,
 ``session_append``, ``session_transcript``, ``session_lineage``: one implementation for every
-language). Compaction requests go to the lineage's workflow as the ``compact`` Update, or as
-the ``requestCompaction`` signal plus the ``requestResult`` query (docs/wire-contract.md).
+language; data_plane.py). Compaction requests go to the lineage's workflow as the ``compact``
+Update, or as the ``requestCompaction`` signal plus the ``requestResult`` query
+(docs/wire-contract.md).
+
+Where each part's TypeScript twin is: the table at the end of docs/wire-contract.md.
 """
 
 from __future__ import annotations
@@ -11,248 +17,62 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import threading
 import time
-import math
 import uuid
-import weakref
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
-import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
-from temporalio.client import (
-    Client,
-    Schedule,
-    ScheduleActionStartWorkflow,
-    ScheduleIntervalSpec,
-    ScheduleOverlapPolicy,
-    SchedulePolicy,
-    ScheduleSpec,
-    ScheduleUpdate,
-    ScheduleUpdateInput,
-    WithStartWorkflowOperation,
-    WorkflowExecutionStatus,
-    WorkflowUpdateFailedError,
-)
-from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
-from temporalio.service import RetryConfig, RPCError, RPCStatusCode
+from temporalio.client import Client, WithStartWorkflowOperation, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RetryConfig
 
+from .answer_poller import await_answer
+from .checks import COMPACTION_MODES, CompactionMode, check_compact_request, check_name, check_session_id
 from .config import Config, load_config, temporal_connect_options
-from .payloads import DATA_CONVERTER
+from .data_plane import DataPlane, open_pool
+from .deadline import CallDeadline, reraise_cancellation
 from .dialects import DIALECTS, DialectName, message_texts
 from .dialects import for_provider as for_provider_view
-from .text import check_json, check_messages, check_text, reserved_text_in
+from .errors import CallTimeoutError, InvalidInputError, LineageClosedError, LineageErasedError, RequestLostError, from_failure
+from .lineage_workflow import WORKFLOW_ID_PREFIX, WORKFLOW_TYPE, delete_workflow_runs, lineage_workflow_id, run_terminated
+from .numbers import MAX_MESSAGE_TOKENS, MAX_TOKENS, positive_seconds
+from .operator_client import OperatorClient
+from .payloads import DATA_CONVERTER
+from .retention import RETENTION_POLICY_FIELDS, RETENTION_SCHEDULE_ID, RETENTION_WORKFLOW_TYPE, check_retention_policy, manual_retention_workflow_id
+from .rpc_errors import is_run_ended_error, is_transient_connection_error, is_update_limit_error
+from .start_options import JOIN_RUNNING_WORKFLOW, lineage_start_input, lineage_start_options
+from .text import check_json, check_messages, check_text
+from .thresholds import check_count
 from .tokens import TokenizerName, token_counts_with, tokenizer_for
-from .errors import (
-    BackgroundCompactionRejectedError,
-    CallTimeoutError,
-    InvalidInputError,
-    LineageClosedError,
-    LineageErasedError,
-    RequestLostError,
-    RetentionRunningError,
-    from_failure,
-    database_query_error,
-    from_sql_error,
-)
-from .rpc_errors import is_run_ended_error, is_transient_connection_error, is_update_limit_error, is_workflow_not_found_error
 
-WORKFLOW_TYPE = "sessionLineageWorkflow"
-WORKFLOW_ID_PREFIX = "session-lineage/"
-COMPACTION_MODES = ("rotate", "in_place")
-#: The largest count Postgres' integer columns hold (token thresholds, context windows, counts).
-MAX_TOKENS = 2_147_483_647
-#: The data plane's bound on one message's token count (session_append refuses more).
-MAX_MESSAGE_TOKENS = 10_000_000
+#: Importable from here as before the split (session_compaction.client).
+__all__ = [
+    "COMPACTION_MODES",
+    "JOIN_RUNNING_WORKFLOW",
+    "MAX_MESSAGE_TOKENS",
+    "MAX_TOKENS",
+    "RETENTION_POLICY_FIELDS",
+    "RETENTION_SCHEDULE_ID",
+    "RETENTION_WORKFLOW_TYPE",
+    "WORKFLOW_ID_PREFIX",
+    "WORKFLOW_TYPE",
+    "CompactionMode",
+    "OperatorClient",
+    "SessionsClient",
+    "check_compact_request",
+    "check_retention_policy",
+    "check_session_id",
+    "connect",
+    "lineage_start_input",
+    "lineage_start_options",
+    "lineage_workflow_id",
+    "manual_retention_workflow_id",
+]
+
 _DERIVED_ID_SUFFIX = re.compile(r"--g\d+$")
-
-_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
-_DERIVED_SUFFIX = re.compile(r"--g\d+$")
-_REQUEST_FIELDS = {"requestId", "sessionId", "focusTopic", "force", "background", "trigger"}
-
-SessionLineage = SearchAttributeKey.for_keyword("SessionLineage")
-SessionHead = SearchAttributeKey.for_keyword("SessionHead")
-SessionSource = SearchAttributeKey.for_keyword("SessionSource")
-CompactionCount = SearchAttributeKey.for_int("CompactionCount")
-
-CompactionMode = Literal["rotate", "in_place"]
-
-#: The one retention schedule of a namespace (RETENTION_SCHEDULE_ID, src/client/retention.ts).
-RETENTION_SCHEDULE_ID = "session-compaction-retention"
-RETENTION_WORKFLOW_TYPE = "retentionWorkflow"
-RETENTION_POLICY_FIELDS = ("endedSessionDays", "archivedDays", "auditDays", "appendKeyDays")
-
-
-def manual_retention_workflow_id(task_queue: str) -> str:
-    """The workflow id of a manual retention run on ``task_queue`` (manualRetentionWorkflowId,
-    src/client/retention.ts): one id, so Temporal refuses a second manual run while one runs."""
-    return f"{RETENTION_SCHEDULE_ID}-run-{task_queue}"
-_DURATION = re.compile(
-    r"^(\d*\.?\d+) *(milliseconds?|msecs?|ms|seconds?|secs?|s|minutes?|mins?|m|hours?|hrs?|h|days?|d|weeks?|w|years?|yrs?|y)?$", re.IGNORECASE
-)
-_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000, "y": 31_557_600_000}
-
-
-def lineage_workflow_id(lineage_id: str) -> str:
-    return f"{WORKFLOW_ID_PREFIX}{lineage_id}"
-
-
-def check_session_id(value: object, field: str = "sessionId") -> str:
-    """Mirrors checkSessionId of src/workflows/contract.ts."""
-    if not isinstance(value, str) or value == "":
-        raise InvalidInputError(field, "must be a non-empty string")
-    if len(_DERIVED_SUFFIX.sub("", value)) > 128:
-        raise InvalidInputError(field, "must be at most 128 characters")
-    if not _SESSION_ID.fullmatch(value):
-        raise InvalidInputError(field, "may contain only letters, digits and . _ : - and must start with a letter or digit")
-    return value
-
-
-def check_compact_request(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """Mirrors checkCompactRequest of src/workflows/contract.ts (the Update validator runs the
-    same rules; the contract vectors keep the two in step). Needed before a signal, which
-    the workflow cannot refuse, only drop."""
-    for key in raw:
-        if key not in _REQUEST_FIELDS:
-            raise InvalidInputError(key, "is not a known field")
-    session_id = check_session_id(raw.get("sessionId"))
-    request_id = raw.get("requestId")
-    if request_id is not None and (not isinstance(request_id, str) or not 1 <= len(request_id) <= 200):
-        raise InvalidInputError("requestId", "must be a string of 1 to 200 characters")
-    focus = raw.get("focusTopic")
-    if focus is not None and (not isinstance(focus, str) or len(focus) > 1000):
-        raise InvalidInputError("focusTopic", "must be a string of at most 1000 characters")
-    for flag in ("force", "background"):
-        if raw.get(flag) is not None and not isinstance(raw.get(flag), bool):
-            raise InvalidInputError(flag, "must be a boolean")
-    trigger = raw.get("trigger")
-    if trigger is not None and trigger not in ("update", "signal", "threshold"):
-        raise InvalidInputError("trigger", "must be one of update, signal, threshold")
-    if raw.get("background") is True:
-        raise BackgroundCompactionRejectedError()
-    # The text rule (checkRequestText): a NUL or a lone surrogate can be stored nowhere.
-    if request_id is not None:
-        check_text(request_id, "requestId")
-    if focus is not None:
-        check_text(focus, "focusTopic")
-        reserved = reserved_text_in(focus)
-        if reserved:
-            raise InvalidInputError("focusTopic", f"may not contain {reserved}: only the service writes a summary's structure")
-    return {k: v for k, v in raw.items() if v is not None and k != "background"} | {"sessionId": session_id}
-
-
-def check_retention_policy(policy: object) -> dict[str, float]:
-    """Mirrors checkRetentionPolicy of src/client/retention.ts: an object whose keys are among
-    endedSessionDays, archivedDays, auditDays and appendKeyDays, each a number of days, 0 or
-    more (fractions allowed), or None (kept for ever); at least one of them given."""
-    if not isinstance(policy, Mapping):
-        raise InvalidInputError("policy", "must be an object")
-    checked: dict[str, float] = {}
-    for key, value in policy.items():
-        if key not in RETENTION_POLICY_FIELDS:
-            raise InvalidInputError(f"policy.{key}", f"is not one of {', '.join(RETENTION_POLICY_FIELDS)}")
-        if value is None:
-            continue
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-            raise InvalidInputError(f"policy.{key}", "must be a number of days, 0 or more")
-        checked[key] = value
-    if not checked:
-        raise InvalidInputError("policy", "prunes nothing: give at least one of " + ", ".join(RETENTION_POLICY_FIELDS))
-    return checked
-
-
-def _retention_input(policy: object, batch: object) -> dict[str, Any]:
-    """The retention workflow's input (RetentionInput, src/workflows/retention.ts), checked."""
-    checked_batch = batch if isinstance(batch, int) and not isinstance(batch, bool) else None
-    if isinstance(batch, float) and batch.is_integer():
-        checked_batch = int(batch)
-    if checked_batch is None or not 1 <= checked_batch <= 100_000:
-        raise InvalidInputError("batch", "must be a whole number from 1 to 100000")
-    return {"policy": check_retention_policy(policy), "batch": checked_batch}
-
-
-def _interval(every: object) -> timedelta:
-    """A schedule's interval: a ``timedelta``, or a duration string as the TypeScript client
-    takes it (the ``ms`` package's: ``'24h'``, ``'1 day'``, ``'90m'``; a bare number is
-    milliseconds). At least one second, as Temporal's intervals."""
-    interval: timedelta | None = None
-    if isinstance(every, timedelta):
-        interval = every
-    elif isinstance(every, str):
-        match = _DURATION.fullmatch(every.strip())
-        if match:
-            unit = (match.group(2) or "ms").lower()
-            key = "ms" if unit.startswith(("ms", "msec", "milli")) else unit[0]
-            interval = timedelta(milliseconds=float(match.group(1)) * _DURATION_MS[key])
-    if interval is None or interval < timedelta(seconds=1):
-        raise InvalidInputError("every", "must be a duration such as '24h' (or a timedelta), at least one second")
-    return interval
-
-
-def _check_name(value: object, field: str, most: int) -> None:
-    """A caller's string of 1 to ``most`` code points under the text rule (source, model, append key)."""
-    if value is None:
-        return
-    if not isinstance(value, str) or not 1 <= len(value) <= most:
-        raise InvalidInputError(field, f"must be a string of 1 to {most} characters")
-    check_text(value, field)
-
-
-def _check_count(value: object, field: str) -> None:
-    """A positive whole number an integer column can hold (compactAtTokens, contextWindow)."""
-    if value is None:
-        return
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise InvalidInputError(field, "must be a positive whole number")
-    if value > MAX_TOKENS:
-        raise InvalidInputError(field, f"must be a whole number from 1 to {MAX_TOKENS}")
-
-
-#: createSession and compact join the lineage's workflow when it runs already (a second
-#: create, concurrent compactions), never fail for it (JOIN_RUNNING_WORKFLOW of
-#: src/client/start-options.ts). Signal-with-start joins by its nature.
-JOIN_RUNNING_WORKFLOW = WorkflowIDConflictPolicy.USE_EXISTING
-
-
-def lineage_start_input(lineage: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The workflow's input, built from the lineage row so a new run starts where Postgres
-    stands (lineageStartOptions of src/client/start-options.ts; contract/vectors/start-options.json)."""
-    start = {
-        "lineageId": lineage["lineageId"],
-        "headSessionId": lineage["headSessionId"],
-        "generation": lineage["generation"],
-        "mode": lineage["mode"],
-        "settings": dict(settings),
-    }
-    if lineage.get("source"):
-        start["source"] = lineage["source"]
-    return start
-
-
-def lineage_start_options(lineage: Mapping[str, Any], task_queue: str) -> dict[str, Any]:
-    """What every start of the lineage's workflow carries besides its input: id, task queue,
-    search attributes and the summary the Web UI shows."""
-    pairs = [
-        SearchAttributePair(SessionLineage, lineage["lineageId"]),
-        SearchAttributePair(SessionHead, lineage["headSessionId"]),
-        SearchAttributePair(CompactionCount, lineage["generation"]),
-    ]
-    if lineage.get("source"):
-        pairs.append(SearchAttributePair(SessionSource, lineage["source"]))
-    source = f" ({lineage['source']})" if lineage.get("source") else ""
-    return {
-        "id": lineage_workflow_id(lineage["lineageId"]),
-        "task_queue": task_queue,
-        "search_attributes": TypedSearchAttributes(pairs),
-        "static_summary": f"Session lineage {lineage['lineageId']}{source}, {lineage['mode']}",
-        "static_details": f"Compactions of session lineage `{lineage['lineageId']}` run here one at a time. Transcripts live in Postgres; see the state query for head and queue.",
-    }
 
 
 class _RunEnded(Exception):
@@ -261,43 +81,6 @@ class _RunEnded(Exception):
     def __init__(self, terminated: bool) -> None:
         super().__init__("the lineage workflow run ended before it answered")
         self.terminated = terminated
-
-
-class _CallDeadline:
-    """A call's deadline, ``limit`` seconds from now: the TypeScript client's ``deadlineOf``."""
-
-    def __init__(self, limit: float) -> None:
-        self.limit = limit
-        self.at = time.monotonic() + limit
-
-    def left(self) -> float:
-        return self.at - time.monotonic()
-
-    def passed(self) -> bool:
-        return self.left() <= 0
-
-    def timed_out(self, request_id: str) -> CallTimeoutError:
-        return CallTimeoutError(request_id, f"the deadline ({self.limit:g} s) passed before the answer came")
-
-
-def _positive_seconds(value: object, field: str) -> float:
-    """A positive, finite number of seconds (not a bool, not a string): InvalidInputError otherwise."""
-    try:
-        seconds = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
-    except OverflowError:
-        seconds = math.inf
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise InvalidInputError(field, "must be a positive number of seconds")
-    return seconds
-
-
-def _reraise_cancellation() -> None:
-    """Raises CancelledError when the running task is being cancelled: the SDK reports a
-    cancelled Update as an error, which must not be taken for a failure to resend."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
-    if cancelling is not None and cancelling():
-        raise asyncio.CancelledError
 
 
 class SessionsClient:
@@ -320,17 +103,9 @@ class SessionsClient:
         # should have joined (answering `stale`). compact() falls back to the signal at once
         # instead, and resends itself while the server is unreachable.
         self._update_client = update_client or temporal
-        self._db = db
-        # The pool belongs to the event loop it was opened on (its locks and workers do). A
-        # call from any other loop (a thread with its own loop, a later asyncio.run) opens a
-        # connection of its own and closes it when it ends, cancelled or timed out included,
-        # at most `database_pool_size` at once per loop: no loop ever waits on another's lock.
-        try:
-            self._db_loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._db_loop = None
-        self._loop_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
-        self._loop_slots_lock = threading.Lock()
+        self._data = DataPlane(config, db)
+        #: What an operator reads and runs (state, ledger, retention), on the same connections.
+        self.operator = OperatorClient(config, temporal, self._data)
         self._settings = dict(settings)
         #: How often compact() met the in-flight Update limit and went by signal instead.
         self.update_limit_fallbacks = 0
@@ -345,42 +120,7 @@ class SessionsClient:
     # ---- data plane (SQL functions) -------------------------------------------------------
 
     async def _call(self, query: str, params: Sequence[Any]) -> Any:
-        failure: BaseException | None = None
-        try:
-            loop = asyncio.get_running_loop()
-            if loop is self._db_loop:
-                async with self._db.connection() as conn:
-                    cursor = await conn.execute(query, params)
-                    row = await cursor.fetchone()
-            else:
-                row = await self._call_on_own_connection(loop, query, params)
-        except psycopg.Error as error:
-            failure = from_sql_error(error)
-            if failure is error:
-                failure = database_query_error(error, query)
-            if failure is error:
-                raise
-        if failure is not None:
-            # Raised outside the handler: the driver's error (its DETAIL and CONTEXT may quote
-            # the statement's values, a refused row whole) is neither its cause nor its context.
-            raise failure
-        assert row is not None
-        return row[0]
-
-    async def _call_on_own_connection(self, loop: asyncio.AbstractEventLoop, query: str, params: Sequence[Any]) -> Any:
-        """A call from a loop other than the pool's: its own connection, closed however the call
-        ends (a cancelled or timed-out call leaves nothing open, and nothing bound to its loop)."""
-        with self._loop_slots_lock:
-            slots = self._loop_slots.get(loop)
-            if slots is None:
-                slots = self._loop_slots[loop] = asyncio.Semaphore(self.config.database_pool_size)
-        async with slots:
-            conn = await psycopg.AsyncConnection.connect(self.config.database_url, autocommit=True)
-            try:
-                cursor = await conn.execute(query, params)
-                return await cursor.fetchone()
-            finally:
-                await asyncio.shield(conn.close())
+        return await self._data.call(query, params)
 
     async def create_session(
         self,
@@ -404,10 +144,10 @@ class SessionsClient:
             raise InvalidInputError("mode", f"must be one of {', '.join(COMPACTION_MODES)}")
         if dialect not in DIALECTS:
             raise InvalidInputError("dialect", f"must be one of {', '.join(DIALECTS)}")
-        _check_name(source, "source", 100)
-        _check_name(model, "model", 200)
-        _check_count(compact_at_tokens, "compactAtTokens")
-        _check_count(context_window, "contextWindow")
+        check_name(source, "source", 100)
+        check_name(model, "model", 200)
+        check_count(compact_at_tokens, "compactAtTokens")
+        check_count(context_window, "contextWindow")
         lineage = await self._call(
             "select session_create(%s, %s, %s, %s::integer, %s::text, %s::integer, %s::text)",
             (session_id, source, mode, compact_at_tokens, model, context_window, dialect),
@@ -457,7 +197,7 @@ class SessionsClient:
         nothing, even after the id was created again; create_session (or delete_lineage)
         through this client moves it to the lineage the id has now."""
         check_session_id(session_id)
-        _check_name(append_key, "appendKey", 200)
+        check_name(append_key, "appendKey", 200)
         tokenizer, dialect = await self._format(session_id)
         incarnation = self._held.get(_DERIVED_ID_SUFFIX.sub("", session_id))
         check_messages(messages)
@@ -615,15 +355,13 @@ class SessionsClient:
 
     async def lineage(self, session_id: str) -> dict[str, Any]:
         """The lineage's state and its sessions, root first."""
-        check_session_id(session_id)
-        return await self._call("select session_lineage(%s)", (session_id,))
+        return await self._data.lineage(session_id)
 
     async def ledger(self, session_id: str) -> dict[str, Any] | None:
         """The ledger the lineage's head carries (SQL ``session_ledger``): the user's requests and
         corrections, files, commands, open errors and identifiers its compactions kept; None
-        before the first compaction."""
-        check_session_id(session_id)
-        return await self._call("select session_ledger(%s)", (session_id,))
+        before the first compaction. An operator's read: ``self.operator.ledger``."""
+        return await self.operator.ledger(session_id)
 
     # ---- compaction (Temporal) ------------------------------------------------------------
 
@@ -651,8 +389,8 @@ class SessionsClient:
         (default COMPACTION_CALL_TIMEOUT_MS) for the answer, as the TypeScript client's
         ``timeoutMs``: past it, CallTimeoutError with the request id (the request may still
         complete: ``wait_for_result`` it)."""
-        limit = self.config.call_timeout_ms / 1000 if timeout is None else _positive_seconds(timeout, "timeout")
-        call = _CallDeadline(limit)
+        limit = self.config.call_timeout_ms / 1000 if timeout is None else positive_seconds(timeout, "timeout")
+        call = CallDeadline(limit)
         raw = {"sessionId": session_id, "requestId": request_id or str(uuid.uuid4()), "focusTopic": focus_topic, "force": force, "background": background}
         request = check_compact_request(raw)
         lineage = await self.lineage(request["sessionId"])
@@ -671,7 +409,7 @@ class SessionsClient:
         return result | {"messages": transcript["messages"]}
 
     async def _compact_until_answered(
-        self, lineage: Mapping[str, Any], request: dict[str, Any], answered_before: bool, call: _CallDeadline, unreachable_timeout: float
+        self, lineage: Mapping[str, Any], request: dict[str, Any], answered_before: bool, call: CallDeadline, unreachable_timeout: float
     ) -> dict[str, Any]:
         """The compact Update until it is answered: sent again when the run ended before it
         answered, or while Temporal is unreachable (for ``unreachable_timeout`` seconds), never
@@ -703,7 +441,7 @@ class SessionsClient:
                 resends += 1
                 result = await self.recorded_answer(lineage["lineageId"], request["requestId"])
             except Exception as error:
-                _reraise_cancellation()
+                reraise_cancellation()
                 if call.passed():
                     raise call.timed_out(request["requestId"]) from error
                 if not is_transient_connection_error(error) or time.monotonic() + delay > deadline:
@@ -712,7 +450,7 @@ class SessionsClient:
                 delay = min(delay * 2, 5.0)
         return result
 
-    async def _compact_by_update(self, lineage: Mapping[str, Any], request: dict[str, Any], call: _CallDeadline) -> dict[str, Any]:
+    async def _compact_by_update(self, lineage: Mapping[str, Any], request: dict[str, Any], call: CallDeadline) -> dict[str, Any]:
         operation = WithStartWorkflowOperation(
             WORKFLOW_TYPE,
             self._start_input(lineage),
@@ -737,31 +475,17 @@ class SessionsClient:
                 if typed is not None:
                     raise typed from error
             if is_run_ended_error(error):
-                raise _RunEnded(await self._terminated(operation)) from error
+                raise _RunEnded(await run_terminated(self.temporal, operation)) from error
             raise
         except Exception as error:
             if is_run_ended_error(error):
-                raise _RunEnded(await self._terminated(operation)) from error
+                raise _RunEnded(await run_terminated(self.temporal, operation)) from error
             if not is_update_limit_error(error):
                 raise
             self.update_limit_fallbacks += 1
             handle = self.temporal.get_workflow_handle(lineage_workflow_id(lineage["lineageId"]))
             await handle.signal("requestCompaction", request | {"trigger": "update"})
             return await self._await_answer(lineage["lineageId"], request["requestId"], timeout=max(call.left(), 0.001))
-
-    async def _terminated(self, operation: WithStartWorkflowOperation[Any, Any]) -> bool:
-        """Whether the run an Update went to was terminated (or is gone already: erased)."""
-        try:
-            handle = await asyncio.wait_for(operation.workflow_handle(), 1.0)
-            run_id = handle.result_run_id or handle.run_id
-            if not run_id:
-                return False
-            description = await self.temporal.get_workflow_handle(handle.id, run_id=run_id).describe()
-        except RPCError as error:
-            return is_workflow_not_found_error(error)
-        except Exception:
-            return False
-        return description.status is not None and description.status.name == "TERMINATED"
 
     async def request_compaction(
         self,
@@ -806,69 +530,14 @@ class SessionsClient:
         return await self._await_answer(lineage["lineageId"], request_id, timeout=timeout)
 
     async def _await_answer(self, lineage_id: str, request_id: str, *, timeout: float | None) -> dict[str, Any]:
-        """The request's answer, polled with the ``requestStatus`` query (as the TypeScript
-        client's LineagePoller): answered, pending, or unknown to this run. Unknown is read
-        from Postgres (answered by a run that is gone) and otherwise lost once the run has
-        ended or after ``request_lost_after`` seconds."""
-        if timeout is None:
-            return await self._poll_answer(lineage_id, request_id)
-        try:
-            return await asyncio.wait_for(self._poll_answer(lineage_id, request_id), timeout)
-        except asyncio.TimeoutError:
-            raise CallTimeoutError(request_id, f"the deadline ({timeout} s) passed before the answer came") from None
-
-    async def _poll_answer(self, lineage_id: str, request_id: str) -> dict[str, Any]:
-        handle = self.temporal.get_workflow_handle(lineage_workflow_id(lineage_id))
-        delay = 0.05
-        unknown_since: float | None = None
-        while True:
-            status = await self._request_status(handle, request_id)
-            kind = status.get("status") if status else None
-            if kind == "answered":
-                return status["result"]  # type: ignore[index]
-            if kind == "unknown":
-                recorded = await self.recorded_answer(lineage_id, request_id)
-                if recorded is not None:
-                    return recorded
-                now = time.monotonic()
-                if unknown_since is None:
-                    unknown_since = now
-                if not await self._running(handle):
-                    raise RequestLostError(request_id, "the lineage workflow run ended without it")
-                if now - unknown_since > self.request_lost_after:
-                    raise RequestLostError(request_id, f"the lineage workflow has not received it after {round(self.request_lost_after * 1000)} ms")
-            elif kind == "pending":
-                unknown_since = None
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 1.0)
-
-    async def _request_status(self, handle: Any, request_id: str) -> dict[str, Any] | None:
-        """The run's ``requestStatus`` of one request; ``unknown`` where no run exists; None
-        while the server cannot be reached (polled again)."""
-        try:
-            statuses = await handle.query("requestStatus", [request_id])
-        except Exception as error:
-            # Classified as the TypeScript client does (contract/vectors/rpc-errors.json).
-            if is_workflow_not_found_error(error):
-                return {"requestId": request_id, "status": "unknown"}
-            if is_transient_connection_error(error):
-                return None
-            raise
-        return next((s for s in statuses or [] if s.get("requestId") == request_id), {"requestId": request_id, "status": "unknown"})
-
-    async def _running(self, handle: Any) -> bool:
-        try:
-            description = await handle.describe()
-        except Exception as error:
-            if is_workflow_not_found_error(error):
-                return False
-            raise
-        return description.status is not None and description.status.name == "RUNNING"
+        """The request's answer, polled as the TypeScript client's LineagePoller (answer_poller.py)."""
+        return await await_answer(
+            self.temporal, self.recorded_answer, lineage_id, request_id, timeout=timeout, request_lost_after=self.request_lost_after
+        )
 
     async def state(self, session_id: str) -> dict[str, Any]:
-        """The workflow's ``state`` query."""
-        lineage = await self.lineage(session_id)
-        return await self.temporal.get_workflow_handle(lineage_workflow_id(lineage["lineageId"])).query("state")
+        """The workflow's ``state`` query. An operator's read: ``self.operator.state``."""
+        return await self.operator.state(session_id)
 
     async def close_session(self, session_id: str, *, timeout: float = 600.0) -> None:
         """Closes the lineage: the workflow finishes its queue, marks it closed and completes.
@@ -912,7 +581,7 @@ class SessionsClient:
             (lineage_id,),
         )
         try:
-            workflow_runs = await asyncio.wait_for(self._delete_workflow_runs(lineage_workflow_id(lineage_id)), timeout)
+            workflow_runs = await asyncio.wait_for(delete_workflow_runs(self.temporal, self.config.namespace, lineage_workflow_id(lineage_id)), timeout)
         except asyncio.TimeoutError:
             raise CallTimeoutError(None, f"deleting the workflow runs of lineage {lineage_id} took longer than {timeout} s; the lineage is closed: erase it again") from None
         # Closed above; ``true`` closes it too, so an erase resumed after a failure never meets an open lineage.
@@ -922,134 +591,22 @@ class SessionsClient:
         self._held.pop(lineage_id, None)
         return erased | {"workflowRuns": workflow_runs}
 
-    async def _delete_workflow_runs(self, workflow_id: str) -> int:
-        """Terminates the lineage's workflow and deletes each of its runs from Temporal (those
-        visibility lists; when it lists none yet, the latest run); answers how many runs'
-        deletion was accepted. A run or workflow that is gone already is not an error."""
-        try:
-            await self.temporal.get_workflow_handle(workflow_id).terminate(reason="session lineage erased")
-        except RPCError as error:
-            if not is_workflow_not_found_error(error):
-                raise
-        runs: list[str] = []
-        async for execution in self.temporal.list_workflows(f"WorkflowId = '{workflow_id}'"):
-            if execution.run_id not in runs:
-                runs.append(execution.run_id)
-
-        async def remove(run_id: str = "") -> bool:
-            request = DeleteWorkflowExecutionRequest(
-                namespace=self.config.namespace, workflow_execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id)
-            )
-            try:
-                await self.temporal.workflow_service.delete_workflow_execution(request)
-            except RPCError as error:
-                if is_workflow_not_found_error(error):
-                    return False
-                raise
-            return True
-
-        deleted = 0
-        for run_id in runs:
-            deleted += await remove(run_id)
-        # Visibility lags: a run the list does not show yet is the latest one.
-        if not runs and await remove():
-            deleted += 1
-        return deleted
+    # ---- retention: the operator's (OperatorClient), kept here for existing callers ----------
 
     async def run_retention(self, policy: Mapping[str, Any], batch: int = 1000) -> dict[str, Any]:
-        """Runs retention once, now, and waits for it: the workflow ``retentionWorkflow`` on the
-        client's task queue (the worker prunes in bounded batches, one transaction each, until
-        nothing is left). ``policy`` holds how long each kind of row is kept, in days (0 or
-        more, fractions allowed; None or absent: for ever): ``endedSessionDays`` (messages of
-        sessions a rotation ended), ``archivedDays`` (rows an in-place compaction archived or a
-        caller took back), ``auditDays`` (audit rows no remaining message needs),
-        ``appendKeyDays`` (append keys: a resend after that is stored again). ``batch``: rows
-        of each kind per transaction, 1 to 100000. Answers what it pruned: ``{batches,
-        messages, compactions, appendKeys, prunedRanges, exported}``. Messages whose lineage
-        kept no other copy are recorded as pruned ranges, which the audit counts as pruned.
-        Raises RetentionRunningError, starting nothing, while another manual run (from either
-        client or the CLI) or the scheduled run on the same task queue is still running."""
-        retention_input = _retention_input(policy, batch)
-        scheduled = await self._running_scheduled_retention()
-        if scheduled is not None:
-            raise RetentionRunningError(scheduled)
-        workflow_id = manual_retention_workflow_id(self.config.task_queue)
-        try:
-            handle = await self.temporal.start_workflow(
-                RETENTION_WORKFLOW_TYPE,
-                retention_input,
-                id=workflow_id,
-                task_queue=self.config.task_queue,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-            )
-        except WorkflowAlreadyStartedError:
-            raise RetentionRunningError(workflow_id) from None
-        result: dict[str, Any] = await handle.result()
-        return result
-
-    async def _running_scheduled_retention(self) -> str | None:
-        """A run the retention schedule started on this client's task queue that is still
-        running (runningScheduledRun, src/client/retention.ts): each run the schedule lists is
-        described, which is consistent, unlike visibility."""
-        try:
-            description = await self.temporal.get_schedule_handle(RETENTION_SCHEDULE_ID).describe()
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                return None
-            raise
-        action = description.schedule.action
-        if not isinstance(action, ScheduleActionStartWorkflow) or action.task_queue != self.config.task_queue:
-            return None
-        started = [getattr(execution, "workflow_id", None) for execution in description.info.running_actions]
-        started += [getattr(result.action, "workflow_id", None) for result in description.info.recent_actions]
-        for workflow_id in dict.fromkeys(w for w in started if w):
-            if (await self.temporal.get_workflow_handle(workflow_id).describe()).status == WorkflowExecutionStatus.RUNNING:
-                return workflow_id
-        return None
+        """Runs retention once, now, and waits for it: ``self.operator.run_retention``."""
+        return await self.operator.run_retention(policy, batch)
 
     async def schedule_retention(self, policy: Mapping[str, Any], every: str | timedelta, batch: int = 1000) -> dict[str, Any]:
-        """Has Temporal run retention every ``every`` (``'24h'``, ``'1 day'`` or a ``timedelta``):
-        the Temporal Schedule ``session-compaction-retention``, created, or updated with the new
-        policy and interval (the same schedule the TypeScript client and ``sessions retention
-        schedule`` manage). A run still going when the next is due is skipped, not doubled.
-        Answers ``{scheduleId, created}``."""
-        retention_input = _retention_input(policy, batch)
-        interval = _interval(every)
-        action = ScheduleActionStartWorkflow(
-            RETENTION_WORKFLOW_TYPE, retention_input, id=f"{RETENTION_SCHEDULE_ID}-workflow", task_queue=self.config.task_queue
-        )
-        spec = ScheduleSpec(intervals=[ScheduleIntervalSpec(every=interval)])
-
-        def replace(previous: ScheduleUpdateInput) -> ScheduleUpdate:
-            schedule = previous.description.schedule
-            schedule.spec = spec
-            schedule.action = action
-            return ScheduleUpdate(schedule=schedule)
-
-        try:
-            await self.temporal.get_schedule_handle(RETENTION_SCHEDULE_ID).update(replace)
-            return {"scheduleId": RETENTION_SCHEDULE_ID, "created": False}
-        except RPCError as error:
-            if error.status != RPCStatusCode.NOT_FOUND:
-                raise
-        await self.temporal.create_schedule(
-            RETENTION_SCHEDULE_ID, Schedule(action=action, spec=spec, policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP))
-        )
-        return {"scheduleId": RETENTION_SCHEDULE_ID, "created": True}
+        """Has Temporal run retention every ``every``: ``self.operator.schedule_retention``."""
+        return await self.operator.schedule_retention(policy, every, batch)
 
     async def unschedule_retention(self) -> bool:
-        """Stops scheduled retention (deletes the Schedule); False when none was scheduled."""
-        try:
-            await self.temporal.get_schedule_handle(RETENTION_SCHEDULE_ID).delete()
-        except RPCError as error:
-            if error.status == RPCStatusCode.NOT_FOUND:
-                return False
-            raise
-        return True
+        """Stops scheduled retention: ``self.operator.unschedule_retention``."""
+        return await self.operator.unschedule_retention()
 
     async def close(self) -> None:
-        await self._db.close()
+        await self._data.close()
 
     async def __aenter__(self) -> SessionsClient:
         return self
@@ -1085,10 +642,7 @@ async def connect(
     # default), so the in-flight limit's refusal reaches compact() within milliseconds.
     no_retry = RetryConfig(max_retries=1, initial_interval_millis=1, max_interval_millis=1, max_elapsed_time_millis=1)
     update_client = await Client.connect(config.temporal_address, **options, retry_config=no_retry, data_converter=DATA_CONVERTER)  # type: ignore[arg-type]
-    # A pool, so concurrent calls (25 compactions at once read their lineage first) do not
-    # queue behind one connection. Each function call is its own transaction (autocommit).
-    db = AsyncConnectionPool(config.database_url, min_size=1, max_size=config.database_pool_size, kwargs={"autocommit": True}, open=False)
-    await db.open(wait=True, timeout=30)
+    db = await open_pool(config)
     lineage_settings = {
         "leaseTtlMs": config.lease_ttl_ms,
         "attemptTimeoutMs": config.attempt_timeout_ms,

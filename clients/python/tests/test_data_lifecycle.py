@@ -369,9 +369,9 @@ async def test_retention_policy_is_checked_as_in_typescript(client):
     async def no_schedule() -> None:
         return None
 
-    original = client.temporal.start_workflow, client._running_scheduled_retention
+    original = client.temporal.start_workflow, client.operator._running_scheduled_retention
     client.temporal.start_workflow = start  # type: ignore[method-assign,assignment]
-    client._running_scheduled_retention = no_schedule  # type: ignore[method-assign]
+    client.operator._running_scheduled_retention = no_schedule  # type: ignore[method-assign]
     try:
         for policy, batch in cases:
             try:
@@ -379,7 +379,7 @@ async def test_retention_policy_is_checked_as_in_typescript(client):
             except InvalidInputError as error:
                 python.append({"field": error.field, "name": "InvalidInputError"})
     finally:
-        client.temporal.start_workflow, client._running_scheduled_retention = original  # type: ignore[method-assign]
+        client.temporal.start_workflow, client.operator._running_scheduled_retention = original  # type: ignore[method-assign]
     assert python == typescript
     assert sum("ok" in r for r in python) == 1 and started[0][1] == {"policy": {"endedSessionDays": 0.5, "appendKeyDays": 30}, "batch": 10}
     # JSON cannot carry these; the rule is the same (a finite number).
