@@ -5,7 +5,6 @@ export {
   type CreateSessionOptions,
   type SessionsClientOptions,
 } from './sessions-client';
-export { CompactingSession, type CompactingSessionOptions } from './agents-session';
 export * from '../errors';
 export type { ChatMessage, ContentPart, MessageRole, OtherContentPart, TextContentPart } from '../compaction/messages';
 export type { Ledger, LedgerCommand, LedgerError, LedgerFile, LedgerRequest, FoldCounts, FileAction } from '../compaction/ledger';
