@@ -6,7 +6,7 @@ const path = require('node:path');
 
 const ENTRIES = {
   sessions: 'client/cli',
-  worker: 'worker',
+  worker: 'worker-package',
   migrate: 'db/migrate-cli',
 };
 
