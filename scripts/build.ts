@@ -56,6 +56,27 @@ function compile(outDir: string): void {
   }
 }
 
+/** The `.d.ts` files the package's `types` point at (tsc's declaration emit over tsconfig.build.json). */
+function declarations(outDir: string): void {
+  const config = ts.getParsedCommandLineOfConfigFile(
+    path.join(PROJECT_ROOT, 'tsconfig.build.json'),
+    { outDir },
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
+      },
+    },
+  )!;
+  const options = { ...config.options, declaration: true, emitDeclarationOnly: true, noEmit: false };
+  const program = ts.createProgram(config.fileNames, options);
+  const { diagnostics } = program.emit();
+  if (diagnostics.length > 0) {
+    const host = { getCanonicalFileName: (f: string) => f, getCurrentDirectory: () => PROJECT_ROOT, getNewLine: () => '\n' };
+    throw new Error(`writing the types failed:\n${ts.formatDiagnostics(diagnostics, host)}`);
+  }
+}
+
 const quiet = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} } as never;
 
 export async function build(outDir: string): Promise<void> {
@@ -71,6 +92,8 @@ export async function build(outDir: string): Promise<void> {
   rmSync(outDir, { recursive: true, force: true });
 
   await step(`compiled src/ to ${relative}/`, () => compile(outDir));
+
+  await step(`wrote the .d.ts types to ${relative}/`, () => declarations(outDir));
 
   await step('copied the migrations, the SQL functions and the failure converter', () => {
     cpSync(path.join(PROJECT_ROOT, 'src/db/migrations'), path.join(outDir, 'db/migrations'), { recursive: true });

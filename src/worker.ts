@@ -167,7 +167,8 @@ export function installRuntime(config: Config, logLevel: 'INFO' | 'WARN' | 'ERRO
   });
 }
 
-async function main(): Promise<void> {
+/** The `session-compaction worker` command (and `node dist/worker.js`): runs until SIGINT or SIGTERM. */
+export async function runWorker(): Promise<void> {
   const config = loadConfig();
   installRuntime(config);
   if (config.metricsBindAddress) console.log(`metrics: http://${config.metricsBindAddress}/metrics`);
@@ -183,7 +184,7 @@ async function main(): Promise<void> {
 }
 
 if (require.main === module) {
-  main().catch((error) => {
+  runWorker().catch((error) => {
     console.error(error);
     process.exit(1);
   });

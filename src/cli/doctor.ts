@@ -7,7 +7,6 @@ import { readFileSync } from 'node:fs';
 import tls from 'node:tls';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import OpenAI, { APIError } from 'openai';
 import { Pool } from 'pg';
 import type { Config } from '../config';
 import { MIGRATIONS_DIR } from '../db/database';
@@ -223,6 +222,14 @@ async function checkLlm(config: Config): Promise<Check> {
   const { llm } = config;
   if (!llm.apiKey) return { name: 'summariser', ok: true, detail: 'no OPENAI_API_KEY: the built-in deterministic extractive summariser is used' };
   const where = llm.baseURL ?? 'the OpenAI API';
+  // Loaded only here: `openai` is an optional peer dependency of the package (the worker's).
+  let sdk: typeof import('openai');
+  try {
+    sdk = await import('openai');
+  } catch {
+    return { name: 'summariser', ok: false, detail: 'OPENAI_API_KEY is set but the openai package is not installed (npm install openai)' };
+  }
+  const { default: OpenAI, APIError } = sdk;
   const client = new OpenAI({ apiKey: llm.apiKey, baseURL: llm.baseURL, maxRetries: 0, timeout: TIMEOUT_MS });
   try {
     // The smallest real request: one token from the configured model.

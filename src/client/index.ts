@@ -7,7 +7,6 @@ export {
 } from './sessions-client';
 export { OperatorClient, type LineageStateWithProgress } from './operator-client';
 export type { ClientCoreOptions } from './client-core';
-export { CompactingSession, type CompactingSessionOptions } from './agents-session';
 export * from '../errors';
 export type { ChatMessage, ContentPart, MessageRole, OtherContentPart, TextContentPart } from '../compaction/messages';
 export type { Ledger, LedgerCommand, LedgerError, LedgerFile, LedgerRequest, FoldCounts, FileAction } from '../compaction/ledger';

@@ -1,0 +1,21 @@
+#!/usr/bin/env node
+const { load } = require('./entry');
+// `session-compaction worker`: the worker (applies the migrations under the advisory lock, then
+// polls until SIGINT or SIGTERM), configured by the environment as `npm run worker` is.
+// `session-compaction migrate`: only the migrations.
+const USAGE =
+  'usage: session-compaction <worker|migrate>\n  worker   run the compaction worker (TEMPORAL_ADDRESS, DATABASE_URL, ... as documented)\n  migrate  apply the SQL migrations to DATABASE_URL';
+const [command] = process.argv.slice(2);
+if (command === 'worker') {
+  load('worker')
+    .runWorker()
+    .catch((error) => {
+      console.error(error);
+      process.exit(1);
+    });
+} else if (command === 'migrate') {
+  load('migrate');
+} else {
+  console.log(USAGE);
+  process.exitCode = command === undefined || command === '--help' || command === '-h' ? 0 : 2;
+}
