@@ -57,11 +57,17 @@ describe('the installed package', () => {
         "const message: ChatMessage = { role: 'user', content: 'hi' };\n" +
         'export async function use(client: SessionsClient): Promise<CompactResult | undefined> {\n' +
         "  try { await client.append('s', [message]); } catch (error) { if (error instanceof SessionNotFoundError) return undefined; throw error; }\n" +
-        '  return undefined;\n}\n',
+        '  return undefined;\n}\n' +
+        // The types are ours, not `any` (skipLibCheck, which consumers set, would hide a .d.ts that does not resolve): each misuse must be an error.
+        '// @ts-expect-error a session id is a string\n' +
+        'export const wrongId = (client: SessionsClient) => client.append(42, [message]);\n' +
+        '// @ts-expect-error a role the messages do not have\n' +
+        "export const wrongRole: ChatMessage = { role: 'robot', content: 'hi' };\n",
     );
     const tsconfig = {
       compilerOptions: {
         strict: true,
+        skipLibCheck: true, // the dependencies' own .d.ts (drizzle's optional gel types, @temporalio/common's use of ms) are theirs to check
         noEmit: true,
         target: 'es2022',
         module: resolution === 'nodenext' ? 'nodenext' : 'esnext',
