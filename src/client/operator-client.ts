@@ -97,7 +97,7 @@ export class OperatorClient {
    */
   async ledger(sessionId: string): Promise<Ledger | null> {
     checkSessionId(sessionId);
-    const stored = await readWithRetry(() => store.sessionLedger(this.core.database.db, sessionId));
+    const stored = await readWithRetry(() => store.headLedger(this.core.database.db, sessionId));
     return stored === null ? null : ledgerFrom(stored);
   }
 

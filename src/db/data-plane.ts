@@ -217,7 +217,7 @@ export async function recordedAnswer(db: Database, lineageId: string, requestId:
   return (await callFunction<CompactResult | null>(db, sql`select session_recorded_answer(${lineageId}, ${requestId}) as result`)) ?? undefined;
 }
 
-/** The ledger of a session's lineage head, by any session id of it (SQL session_ledger; null before its first compaction with a ledger). */
-export async function sessionLedger(db: Executor, sessionId: string): Promise<JsonValue | null> {
+/** The ledger of the head of a session's lineage, by any session id of it (SQL session_ledger, its wire name; null before its first compaction with a ledger). */
+export async function headLedger(db: Executor, sessionId: string): Promise<JsonValue | null> {
   return callFunction<JsonValue | null>(db, sql`select session_ledger(${sessionId}) as result`);
 }

@@ -29,14 +29,14 @@ export class LineageQueue {
   private readonly answers: Map<string, CompactResult>;
   private running: Job | undefined;
   private jobCount: number;
-  private headId: string;
+  private headSessionId: string;
   private generationNow: number;
   private closing = false;
   private last: { outcome: CompactionOutcome; reason?: string } | undefined;
 
   /** Starts at the lineage's head, with what the previous run carried (if any). */
   constructor(head: { sessionId: string; generation: number }, carried?: CarriedState) {
-    this.headId = head.sessionId;
+    this.headSessionId = head.sessionId;
     this.generationNow = head.generation;
     this.waiting = [...(carried?.queue ?? [])];
     this.answers = new Map((carried?.answered ?? []).map((answer) => [answer.requestId, answer]));
@@ -44,7 +44,7 @@ export class LineageQueue {
   }
 
   get head(): string {
-    return this.headId;
+    return this.headSessionId;
   }
 
   get generation(): number {
@@ -96,7 +96,7 @@ export class LineageQueue {
     if (this.isKnown(requestId)) return requestId;
     const queued: QueuedRequest = { ...request, requestId, trigger: request.trigger ?? via };
     if (this.running && queued.sessionId === this.running.headSessionId) this.running.requests.push(queued);
-    else if (queued.sessionId !== this.headId && !this.running) this.answer(queued, this.staleAnswer());
+    else if (queued.sessionId !== this.headSessionId && !this.running) this.answer(queued, this.staleAnswer());
     else this.waiting.push(queued);
     return requestId;
   }
@@ -110,13 +110,13 @@ export class LineageQueue {
     if (this.running) throw new Error(`startNext called while job ${this.running.jobId} runs`);
     const next = this.waiting.shift();
     if (!next) throw new Error('startNext called with no request waiting');
-    if (next.sessionId !== this.headId) {
+    if (next.sessionId !== this.headSessionId) {
       this.answer(next, this.staleAnswer());
       return undefined;
     }
-    const sameHead = this.waiting.filter((r) => r.sessionId === this.headId);
-    this.waiting = this.waiting.filter((r) => r.sessionId !== this.headId);
-    this.running = { jobId: jobIdFor(++this.jobCount), headSessionId: this.headId, requests: [next, ...sameHead] };
+    const sameHead = this.waiting.filter((r) => r.sessionId === this.headSessionId);
+    this.waiting = this.waiting.filter((r) => r.sessionId !== this.headSessionId);
+    this.running = { jobId: jobIdFor(++this.jobCount), headSessionId: this.headSessionId, requests: [next, ...sameHead] };
     return this.running;
   }
 
@@ -129,7 +129,7 @@ export class LineageQueue {
     const job = this.running;
     if (!job) throw new Error('finish called with no job running');
     this.running = undefined;
-    this.headId = answer.sessionId;
+    this.headSessionId = answer.sessionId;
     this.generationNow = answer.generation;
     this.last = { outcome: answer.outcome, reason: answer.reason };
     for (const request of job.requests) this.answer(request, answer);
@@ -148,7 +148,7 @@ export class LineageQueue {
   view(lineage: Pick<LineageState, 'lineageId' | 'mode'>): LineageState {
     return {
       ...lineage,
-      headSessionId: this.headId,
+      headSessionId: this.headSessionId,
       generation: this.generationNow,
       compactions: this.generationNow,
       queue: this.waiting.map(({ requestId, sessionId, trigger }) => ({ requestId, sessionId, trigger })),
@@ -162,7 +162,7 @@ export class LineageQueue {
   /** The lines the Web UI shows as the workflow's current details. */
   details(mode: string): string {
     const lines = [
-      `**Head:** ${this.headId} (generation ${this.generationNow}, ${mode})`,
+      `**Head:** ${this.headSessionId} (generation ${this.generationNow}, ${mode})`,
       `**Compactions:** ${this.generationNow}`,
       `**Queue:** ${this.waiting.length} waiting${this.running ? `, compacting ${this.running.headSessionId} for ${this.running.requests.length} request(s)` : ''}`,
     ];
@@ -171,7 +171,7 @@ export class LineageQueue {
   }
 
   private staleAnswer(): Answer {
-    return { outcome: 'stale', sessionId: this.headId, generation: this.generationNow, reason: STALE_REASON };
+    return { outcome: 'stale', sessionId: this.headSessionId, generation: this.generationNow, reason: STALE_REASON };
   }
 
   private answer(request: QueuedRequest, answer: Answer): void {

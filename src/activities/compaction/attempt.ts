@@ -1,0 +1,48 @@
+/**
+ * One attempt of a compaction job, top to bottom: begin (the audit row, the lineage, its ledger
+ * and the snapshot in one statement), the earlier decision, the snapshot, the rungs' proposal,
+ * then gate and commit. Every step is idempotent by job id, so a retried attempt, or a late
+ * result of a lost one, never commits a second child. The heartbeat is the lease.
+ */
+import { Context, log } from '@temporalio/activity';
+import { beginJob } from '../../db/session-store';
+import type { Answer } from '../../workflows/contract';
+import { commitProposal } from './commit';
+import { decider } from './decide';
+import { earlierDecision } from './decision';
+import type { CompactSessionInput, CompactionActivityDeps } from './deps';
+import { Heartbeat, incarnationOfPreviousAttempt } from './heartbeat';
+import { propose } from './rungs';
+import { takeSnapshot } from './snapshot';
+
+export async function compactionAttempt(input: CompactSessionInput, deps: CompactionActivityDeps): Promise<Answer> {
+  const heartbeat = new Heartbeat(deps.heartbeat ?? ((details: unknown) => Context.current().heartbeat(details)));
+  heartbeat.beat(); // before any I/O: the lease starts with the attempt
+  const attempt = Context.current().info.attempt;
+  // A retried attempt begins only on the incarnation its predecessor began on.
+  const incarnation = input.incarnation ?? incarnationOfPreviousAttempt();
+  const begun = await beginJob(deps.db, { ...input, incarnation }, deps.summariser.model, attempt);
+
+  // The wire names the head the job was sent for `parentSessionId` (recorded histories hold it).
+  const decision = earlierDecision(begun, { headSessionId: input.parentSessionId, generation: input.generation }, attempt);
+  if (decision?.kind === 'superseded') log.warn('attempt superseded before its first write; it writes nothing', { jobId: input.jobId, attempt });
+  if (decision && decision.kind !== 'stale') return decision.answer;
+  if ('erased' in begun) throw new Error('unreachable: an erased lineage is decided above');
+  const head = { sessionId: begun.lineage.headSessionId, generation: begun.lineage.generation };
+  if (decision) return decider(deps, input, attempt, head).stale(decision.answer);
+  // From here on every heartbeat names the incarnation.
+  heartbeat.setIncarnation(begun.lineage.incarnation);
+
+  const snapshot = takeSnapshot(begun, input, deps);
+  const decide = decider(deps, input, attempt, head, snapshot);
+  const held = snapshot.dialect.holdReason(snapshot.messages);
+  if (held) return decide.refuse(held, { held: true });
+  if (snapshot.plan.middle.length === 0) {
+    return decide.refuse(`nothing to summarise: all ${snapshot.messagesBefore} messages fit in the kept head and tail`);
+  }
+
+  const step = { snapshot, input, deps, heartbeat, decide };
+  const proposed = await propose(step);
+  if ('refusal' in proposed) return decide.refuse(proposed.refusal, proposed.usage);
+  return commitProposal(step, attempt, proposed);
+}
