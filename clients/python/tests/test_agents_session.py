@@ -51,7 +51,7 @@ const { SessionsClient } = require('./src/client');
 (async () => {
   const client = await SessionsClient.connect();
   const reports = {};
-  for (const id of input) reports[id] = await client.auditLineage(id);
+  for (const id of input) reports[id] = await client.operator.auditLineage(id);
   await client.close();
   console.log(JSON.stringify(reports));
 })().catch((error) => { console.error(error); process.exit(1); });

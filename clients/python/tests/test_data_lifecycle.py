@@ -41,8 +41,8 @@ const { SessionsClient } = require('./src/client');
 (async () => {
   const client = await SessionsClient.connect();
   const lineages = {};
-  for (const id of input) lineages[id] = await client.auditLineage(id);
-  const whole = await client.audit();
+  for (const id of input) lineages[id] = await client.operator.auditLineage(id);
+  const whole = await client.operator.audit();
   await client.close();
   console.log(JSON.stringify({ lineages, whole }));
 })().catch((error) => { console.error(error); process.exit(1); });
