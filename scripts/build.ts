@@ -21,13 +21,8 @@ import ts from 'typescript';
 import { PROJECT_ROOT } from '../src/config';
 import { PREBUILT_WORKFLOW_BUNDLES } from '../src/worker';
 
-/**
- * Compiles the files and with the options of tsconfig.build.json, one file at a time
- * (`transpileModule`): the JavaScript `tsc -p tsconfig.build.json` emits, as long as every file
- * compiles on its own (no `const enum`), in a few seconds instead of tens, since no program is type-checked;
- * type checking is `npm run typecheck`'s job. Syntax errors still fail the build.
- */
-function compile(outDir: string): void {
+/** tsconfig.build.json's files and options, writing to `outDir`. */
+function buildConfig(outDir: string): ts.ParsedCommandLine {
   const config = ts.getParsedCommandLineOfConfigFile(
     path.join(PROJECT_ROOT, 'tsconfig.build.json'),
     { outDir },
@@ -38,6 +33,17 @@ function compile(outDir: string): void {
       },
     },
   )!;
+  return config;
+}
+
+/**
+ * Compiles the files and with the options of tsconfig.build.json, one file at a time
+ * (`transpileModule`): the JavaScript `tsc -p tsconfig.build.json` emits, as long as every file
+ * compiles on its own (no `const enum`), in a few seconds instead of tens, since no program is type-checked;
+ * type checking is `npm run typecheck`'s job. Syntax errors still fail the build.
+ */
+function compile(outDir: string): void {
+  const config = buildConfig(outDir);
   const problems = [...config.errors];
   for (const fileName of config.fileNames) {
     const { outputText, diagnostics = [] } = ts.transpileModule(readFileSync(fileName, 'utf8'), {
@@ -58,16 +64,7 @@ function compile(outDir: string): void {
 
 /** The `.d.ts` files the package's `types` point at (tsc's declaration emit over tsconfig.build.json). */
 function declarations(outDir: string): void {
-  const config = ts.getParsedCommandLineOfConfigFile(
-    path.join(PROJECT_ROOT, 'tsconfig.build.json'),
-    { outDir },
-    {
-      ...ts.sys,
-      onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
-        throw new Error(ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
-      },
-    },
-  )!;
+  const config = buildConfig(outDir);
   const options = { ...config.options, declaration: true, emitDeclarationOnly: true, noEmit: false };
   const program = ts.createProgram(config.fileNames, options);
   const { diagnostics } = program.emit();
