@@ -5,17 +5,26 @@
  * `nodenext` and `bundler` resolution, the CLIs, and the install's size against the target.
  * Hits the npm registry (or its cache) for the client's dependencies.
  */
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/config';
+import { WORKER_PEER_DEPENDENCIES } from '../../src/worker-dependencies';
+import { conversation, uniqueId, useTestStack } from '../support/stack';
+
+// No worker in the test process: the only worker on the stack's task queue is the installed package's command.
+const stack = useTestStack({ noWorker: true });
 
 /** A client-only consumer's node_modules, at most (issue 35; 89 MB when written). */
 const CLIENT_INSTALL_LIMIT_MB = 100;
 
 let scratch: string;
+/** The same, without blocking this process: the test stack's fake LLM answers from this process's event loop. */
+const runAsync = async (command: string, args: string[], env: NodeJS.ProcessEnv) =>
+  (await promisify(execFile)(command, args, { cwd: scratch, env: { ...process.env, ...env }, encoding: 'utf8' })).stdout;
 const run = (command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) =>
   execFileSync(command, args, { cwd: options.cwd ?? scratch, env: { ...process.env, ...options.env }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
@@ -122,4 +131,79 @@ describe('the installed package', () => {
     expect(held.size).toBeGreaterThan(100);
     expect(unlocked).toEqual([]);
   }, 300_000);
+
+  describe('with the worker peers installed, against the test stack', () => {
+    let worker: ChildProcess | undefined;
+    let workerOutput = '';
+    const env = () => ({ ...stack().env, NODE_ENV: 'production' });
+
+    beforeAll(async () => {
+      const peers = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')).peerDependencies as Record<string, string>;
+      run('npm', ['install', '--no-audit', '--no-fund', ...WORKER_PEER_DEPENDENCIES.map((name) => `${name}@${peers[name]}`)]);
+      // The command as a user runs it, from the install: plain node, no tsx (NODE_ENV=production, and no sources in the install).
+      worker = spawn(path.join(scratch, 'node_modules/.bin/session-compaction'), ['worker'], {
+        cwd: scratch,
+        env: { ...process.env, ...env() },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      await new Promise<void>((resolve, reject) => {
+        const onData = (chunk: Buffer) => {
+          workerOutput = (workerOutput + chunk.toString()).slice(-64_000);
+          if (workerOutput.includes('worker ready')) resolve();
+        };
+        worker!.stdout!.on('data', onData);
+        worker!.stderr!.on('data', onData);
+        worker!.once('exit', (code, signal) => reject(new Error(`the installed worker exited (${code ?? signal}) before it was ready:\n${workerOutput}`)));
+      });
+    }, 300_000);
+
+    afterAll(() => {
+      worker?.kill('SIGKILL');
+    });
+
+    it.each([
+      ['ESM', 'agent.mjs', "import { readFileSync } from 'node:fs';\nimport { SessionsClient } from 'session-compaction';\n"],
+      ['CommonJS', 'agent.cjs', "const { readFileSync } = require('node:fs');\nconst { SessionsClient } = require('session-compaction');\n"],
+    ])(
+      'a plain %s script creates a lineage, appends, compacts and reads the transcript, compacted by the installed worker command',
+      async (_, file, imports) => {
+        const sessionId = uniqueId(`installed-${file.replace('.', '-')}`);
+        const messages = conversation(12);
+        writeFileSync(path.join(scratch, `${sessionId}.json`), JSON.stringify(messages));
+        const body =
+          `async function main() {\n` +
+          `  const messages = JSON.parse(readFileSync('${sessionId}.json', 'utf8'));\n` +
+          `  const sessions = await SessionsClient.connect();\n` +
+          `  try {\n` +
+          `    await sessions.createSession({ sessionId: '${sessionId}' });\n` +
+          `    await sessions.append('${sessionId}', messages);\n` +
+          `    const result = await sessions.compact('${sessionId}', { force: true });\n` +
+          `    const transcript = await sessions.transcript(result.sessionId);\n` +
+          `    console.log(JSON.stringify({ outcome: result.outcome, reason: result.reason, head: result.sessionId, transcript }));\n` +
+          `  } finally {\n    await sessions.close();\n  }\n}\n` +
+          `main().catch((error) => { console.error(error); process.exit(1); });\n`;
+        writeFileSync(path.join(scratch, file), imports + body);
+        const printed = JSON.parse((await runAsync('node', [file], env())).trim().split('\n').at(-1)!) as {
+          outcome: string;
+          reason?: string;
+          head: string;
+          transcript: { sessionId: string; messages: unknown[] };
+        };
+        expect(printed.outcome, `${printed.reason}\n${workerOutput.slice(-4000)}`).toBe('compacted');
+        expect(printed.head).not.toBe(sessionId); // rotated to a child
+        expect(printed.transcript.sessionId).toBe(printed.head);
+        // Our own ledger: the head is smaller than what was sent, and ends with the last message sent, as it was appended.
+        expect(printed.transcript.messages.length).toBeLessThan(messages.length);
+        expect(printed.transcript.messages.at(-1)).toEqual(messages.at(-1));
+        expect(workerOutput).not.toMatch(/Cannot find module|tsx/);
+      },
+      120_000,
+    );
+
+    it('runs `sessions doctor` from the install: the stack and the installed worker answer', async () => {
+      const report = await runAsync('npx', ['--no-install', 'sessions', 'doctor'], env());
+      expect(report).not.toMatch(/no worker polls/);
+      expect(report).toMatch(/temporal/i);
+    }, 120_000);
+  });
 });
