@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
@@ -35,6 +36,8 @@ class LongestFirst extends BaseSequencer {
 }
 
 export default defineConfig({
+  // The vendored Claude Agent SDK conformance suite imports Bun's test runner: Vitest's, by this shim.
+  resolve: { alias: { 'bun:test': fileURLToPath(new URL('./test/vendor/claude-agent-sdk/bun-test.ts', import.meta.url)) } },
   test: {
     include: ['test/**/*.test.ts'],
     // The Temporal native bridge segfaults under worker threads; forks are safe.
