@@ -9,11 +9,18 @@
  *   in order; a batch the SDK sends again (same uuids) is stored once.
  * - Any key (a long project path, a session id with characters a session id may not hold)
  *   names a valid lineage, and the listings name it back.
+ * - The SDK's own functions over the store: a local Claude Code transcript imported
+ *   (importSessionToStore; again, and stored once), read (getSessionMessages), listed
+ *   (listSessions) and deleted (deleteSession).
  * - Two stores, each with a SessionsClient of its own, append to one session at once: no
  *   entry is lost or stored twice, each writer's order is kept, the audit counts 0 forks.
  */
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { deleteSession, getSessionMessages, importSessionToStore, listSessions } from '@anthropic-ai/claude-agent-sdk';
+import { describe, expect, it, onTestFinished, vi } from 'vitest';
 import { LineageSessionStore } from '../../src/adapters/claude-agent-sdk';
 import { checkSessionId } from '../../src/workflows/contract';
 import { runSessionStoreConformance } from '../vendor/claude-agent-sdk/conformance';
@@ -149,6 +156,31 @@ describe('LineageSessionStore', () => {
     expect(await store.listSubkeys(key)).toEqual([sub.subpath]);
     expect(() => store.lineageIdOf({ ...key, subpath: '' })).toThrow(/subpath/);
     expect(() => new LineageSessionStore(stack().client, { namespace: 'a.b' })).toThrow(/namespace/);
+  });
+
+  it("serves the SDK's own session functions: import (twice, stored once), messages, listing, delete", async () => {
+    // The SDK reads local transcripts under CLAUDE_CONFIG_DIR/projects/<the directory, sanitised>/<session>.jsonl.
+    const home = mkdtempSync(path.join(os.tmpdir(), 'claude-config-'));
+    vi.stubEnv('CLAUDE_CONFIG_DIR', home);
+    onTestFinished(() => void vi.unstubAllEnvs());
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'claude-project-'));
+    const sessionId = randomUUID();
+    const entries = claudeCodeTranscript(sessionId).map((e) => ('cwd' in e ? { ...e, cwd: dir } : e));
+    const projectDir = path.join(home, 'projects', dir.replace(/[^a-zA-Z0-9]/g, '-'));
+    mkdirSync(projectDir, { recursive: true });
+    writeFileSync(path.join(projectDir, `${sessionId}.jsonl`), entries.map((e) => JSON.stringify(e)).join('\n') + '\n');
+    const store = new LineageSessionStore(stack().client, { namespace: uniqueId('cc') });
+    await importSessionToStore(sessionId, store, { dir });
+    await importSessionToStore(sessionId, store, { dir });
+    const [listed] = await store.listSessions(dir.replace(/[^a-zA-Z0-9]/g, '-'));
+    expect(listed.sessionId).toBe(sessionId);
+    expect(await store.load({ projectKey: dir.replace(/[^a-zA-Z0-9]/g, '-'), sessionId })).toEqual(asJson(entries));
+    const messages = await getSessionMessages(sessionId, { dir, sessionStore: store });
+    expect(messages.map((m) => m.uuid)).toEqual(entries.filter((e) => e.type === 'user' || e.type === 'assistant').map((e) => e.uuid));
+    expect((await listSessions({ dir, sessionStore: store })).map((s) => s.sessionId)).toEqual([sessionId]);
+    await deleteSession(sessionId, { dir, sessionStore: store });
+    expect(await getSessionMessages(sessionId, { dir, sessionStore: store })).toEqual([]);
+    expect(await listSessions({ dir, sessionStore: store })).toEqual([]);
   });
 
   it('two stores, each with a client of its own, append to one session at once: nothing lost, each writer in order, 0 forks', async () => {

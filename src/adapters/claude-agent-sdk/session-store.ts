@@ -16,9 +16,10 @@
  *   (`lineageIdOf`): `<namespace>.<h(projectKey)>.<h(sessionId)>[.<h(subpath)>]`, each `h` a
  *   SHA-256 prefix, so any key (any length, any character) names a valid session id, and the
  *   namespace keeps stores that share a database apart;
- * - `append`: one append to the key's lineage (a batch is all or nothing); a batch whose
- *   entries all carry a `uuid` is keyed by them (`appendKey`), so the SDK's retry of a batch
- *   whose answer was lost stores it once;
+ * - `append`: one append to the key's lineage (a batch is all or nothing); a batch that holds
+ *   an entry with a `uuid` is keyed by its content (`appendKey`), so the SDK's retry of a batch
+ *   whose answer was lost, or an import replayed, stores it once (the dedup is per batch, not
+ *   per entry: a replay cut into other batches is stored again);
  * - `load`: the lineage's head, unwrapped; `null` for a key never written (or erased);
  * - `delete`: the lineage erased (deleteLineage: every row, every workflow run), with its
  *   subagent lineages when the key is the main transcript's;
@@ -73,11 +74,15 @@ const PAGE = 200;
 /** A part of a key as a lineage id part: the first 96 bits of its SHA-256, in hex. */
 const hashOf = (part: string) => createHash('sha256').update(part, 'utf8').digest('hex').slice(0, 24);
 
-/** The append key of a batch whose entries all carry a `uuid` (the SDK's idempotency key); none otherwise. */
-function batchKey(entries: readonly SessionStoreEntry[]): string | undefined {
-  const uuids = entries.map((e) => e.uuid);
-  if (!uuids.every((u): u is string => typeof u === 'string' && u !== '')) return undefined;
-  return `entries:${createHash('sha256').update(JSON.stringify(uuids), 'utf8').digest('hex')}`;
+/**
+ * The append key of a batch that holds an entry with a `uuid` (the SDK's idempotency key): the
+ * hash of the whole batch. Such a batch is unique by that uuid, so the same batch again is the
+ * SDK's retry, or an importSessionToStore() replay cut into the same batches, and is stored
+ * once. A batch of entries without uuids (titles, tags) has none: appended without dedup.
+ */
+function batchKey(messages: readonly Message[], entries: readonly SessionStoreEntry[]): string | undefined {
+  if (!entries.some((e) => typeof e.uuid === 'string' && e.uuid !== '')) return undefined;
+  return `batch:${createHash('sha256').update(JSON.stringify(messages), 'utf8').digest('hex')}`;
 }
 
 /** An entry as JSON (what is stored is what `load` returns: fields set to undefined are not kept), in its message. */
@@ -123,7 +128,7 @@ export class LineageSessionStore implements SessionStore {
     const lineageId = this.lineageIdOf(key);
     const messages = entries.map(wrap);
     await this.ensure(key, lineageId);
-    await this.client.append(lineageId, messages, { appendKey: batchKey(entries) });
+    await this.client.append(lineageId, messages, { appendKey: batchKey(messages, entries) });
   }
 
   async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
