@@ -74,7 +74,8 @@ describe('npm run build', () => {
     }
     // No TypeScript sources and no dev stack in the output; declarations (.d.ts) for the package's entry points.
     expect(filesUnder(outDir).filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
-    for (const types of ['client/index.d.ts', 'openai-agents.d.ts', 'worker-package.d.ts']) expect(existsSync(path.join(outDir, types)), types).toBe(true);
+    for (const types of ['client/index.d.ts', 'openai-agents.d.ts', 'claude-agent-sdk.d.ts', 'worker-package.d.ts'])
+      expect(existsSync(path.join(outDir, types)), types).toBe(true);
     expect(existsSync(path.join(outDir, 'dev'))).toBe(false);
     // The failure converter of encrypted payloads is bundled into one bundle, not the other
     // (booleans: a failed toContain on a 1.7 MB bundle would print all of it).
