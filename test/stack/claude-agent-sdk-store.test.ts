@@ -6,7 +6,8 @@
  *   unmodified), each test with a store of its own namespace.
  * - Claude Code transcript entries as the CLI writes them (user, assistant with thinking and
  *   tool calls, tool results, summaries, titles, compact boundaries) come back JSON-equal and
- *   in order; a batch the SDK sends again (same uuids) is stored once.
+ *   in order; a batch the SDK sends again (same uuids) is stored once; a batch above the
+ *   service's batch limits goes in parts.
  * - Any key (a long project path, a session id with characters a session id may not hold)
  *   names a valid lineage, and the listings name it back.
  * - The SDK's own functions over the store: a local Claude Code transcript imported
@@ -134,6 +135,22 @@ describe('LineageSessionStore', () => {
     expect(lineage.compactAtTokens ?? null).toBeNull();
     const audit = await stack().client.operator.auditLineage(lineageId);
     expect(audit).toMatchObject({ forks: 0, lostMessages: 0, duplicatedMessages: 0, duplicatedByKey: 0 });
+  });
+
+  it("takes a batch above the service's batch limits in parts, in order, and a resend of it stored once", async () => {
+    const store = new LineageSessionStore(stack().client, { namespace: uniqueId('cc') });
+    const key = { projectKey: 'big', sessionId: randomUUID() };
+    // 15 tool results of 150,000 characters: 2.25 million, above MAX_BATCH_CHARS (2,000,000) in one append.
+    const entries = Array.from({ length: 15 }, (_, i) => ({
+      type: 'user',
+      uuid: randomUUID(),
+      message: { role: 'user', content: [{ type: 'tool_result', tool_use_id: `toolu_${i}`, content: String(i % 10).repeat(150_000) }] },
+    }));
+    await store.append(key, entries);
+    await store.append(key, entries);
+    expect(await store.load(key)).toEqual(entries);
+    const audit = await stack().client.operator.auditLineage(store.lineageIdOf(key));
+    expect(audit).toMatchObject({ forks: 0, lostMessages: 0, duplicatedByKey: 0 });
   });
 
   it('maps any key to a valid lineage id, deterministically, and names it back in the listings', async () => {

@@ -16,10 +16,11 @@
  *   (`lineageIdOf`): `<namespace>.<h(projectKey)>.<h(sessionId)>[.<h(subpath)>]`, each `h` a
  *   SHA-256 prefix, so any key (any length, any character) names a valid session id, and the
  *   namespace keeps stores that share a database apart;
- * - `append`: one append to the key's lineage (a batch is all or nothing); a batch that holds
- *   an entry with a `uuid` is keyed by its content (`appendKey`), so the SDK's retry of a batch
- *   whose answer was lost, or an import replayed, stores it once (the dedup is per batch, not
- *   per entry: a replay cut into other batches is stored again);
+ * - `append`: one append to the key's lineage (a batch is all or nothing; one larger than half
+ *   the service's batch limits goes in parts, in order); a batch that holds an entry with a
+ *   `uuid` is keyed by its content (`appendKey`), so the SDK's retry of a batch whose answer
+ *   was lost, or an import replayed, stores it once (the dedup is per batch, not per entry: a
+ *   replay cut into other batches is stored again);
  * - `load`: the lineage's head, unwrapped; `null` for a key never written (or erased);
  * - `delete`: the lineage erased (deleteLineage: every row, every workflow run), with its
  *   subagent lineages when the key is the main transcript's;
@@ -68,6 +69,13 @@ export interface LineageSessionStoreOptions {
 const ENTRY_BLOCK = 'claude_code_entry';
 const KEY_BLOCK = 'claude_code_key';
 const NAMESPACE_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_:-]{0,39}$/;
+/**
+ * The largest append this store sends: half the service's default batch limits
+ * (`MAX_BATCH_MESSAGES` 1,000, `MAX_BATCH_CHARS` 2,000,000), so that the SDK's batches (500
+ * entries an import, of any size) fit. A larger batch goes in parts, in order.
+ */
+const MAX_PART_MESSAGES = 500;
+const MAX_PART_CHARS = 1_000_000;
 /** How many lineages a listing asks for at once (the operator's page maximum). */
 const PAGE = 200;
 
@@ -76,13 +84,33 @@ const hashOf = (part: string) => createHash('sha256').update(part, 'utf8').diges
 
 /**
  * The append key of a batch that holds an entry with a `uuid` (the SDK's idempotency key): the
- * hash of the whole batch. Such a batch is unique by that uuid, so the same batch again is the
- * SDK's retry, or an importSessionToStore() replay cut into the same batches, and is stored
- * once. A batch of entries without uuids (titles, tags) has none: appended without dedup.
+ * hash of the whole batch, and the part's index. Such a batch is unique by that uuid, so the
+ * same batch again is the SDK's retry, or an importSessionToStore() replay cut into the same
+ * batches, and each of its parts is stored once. A batch of entries without uuids (titles,
+ * tags) has none: appended without dedup.
  */
-function batchKey(messages: readonly Message[], entries: readonly SessionStoreEntry[]): string | undefined {
+function batchKey(messages: readonly Message[], entries: readonly SessionStoreEntry[]): ((part: number) => string) | undefined {
   if (!entries.some((e) => typeof e.uuid === 'string' && e.uuid !== '')) return undefined;
-  return `batch:${createHash('sha256').update(JSON.stringify(messages), 'utf8').digest('hex')}`;
+  const hash = createHash('sha256').update(JSON.stringify(messages), 'utf8').digest('hex');
+  return (part) => `batch:${hash}:${part}`;
+}
+
+/** The batch in parts of at most MAX_PART_MESSAGES messages and (but for a single larger message) MAX_PART_CHARS characters of JSON, in order. */
+function partsOf(messages: readonly Message[]): Message[][] {
+  const parts: Message[][] = [];
+  let chars = 0;
+  for (const message of messages) {
+    const size = JSON.stringify(message).length;
+    const last = parts.at(-1);
+    if (last && last.length < MAX_PART_MESSAGES && chars + size <= MAX_PART_CHARS) {
+      last.push(message);
+      chars += size;
+    } else {
+      parts.push([message]);
+      chars = size;
+    }
+  }
+  return parts;
 }
 
 /** An entry as JSON (what is stored is what `load` returns: fields set to undefined are not kept), in its message. */
@@ -128,7 +156,8 @@ export class LineageSessionStore implements SessionStore {
     const lineageId = this.lineageIdOf(key);
     const messages = entries.map(wrap);
     await this.ensure(key, lineageId);
-    await this.client.append(lineageId, messages, { appendKey: batchKey(messages, entries) });
+    const appendKey = batchKey(messages, entries);
+    for (const [i, part] of partsOf(messages).entries()) await this.client.append(lineageId, part, { appendKey: appendKey?.(i) });
   }
 
   async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
