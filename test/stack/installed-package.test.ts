@@ -59,6 +59,16 @@ describe('the installed package', () => {
     expect(run('node', ['cjs.cjs']).trim()).toBe('function function');
   });
 
+  it.each([
+    ['session-compaction/openai-agents', 'CompactingSession'],
+    ['session-compaction/claude-agent-sdk', 'LineageSessionStore'],
+  ])('imports %s (its framework not installed: only its types are used) from ESM and CommonJS', (subpath, name) => {
+    writeFileSync(path.join(scratch, 'subpath.mjs'), `import { ${name} } from '${subpath}';\nconsole.log(typeof ${name});\n`);
+    writeFileSync(path.join(scratch, 'subpath.cjs'), `const { ${name} } = require('${subpath}');\nconsole.log(typeof ${name});\n`);
+    expect(run('node', ['subpath.mjs']).trim()).toBe('function');
+    expect(run('node', ['subpath.cjs']).trim()).toBe('function');
+  });
+
   it.each(['nodenext', 'bundler'])('type-checks a strict consumer under %s resolution', (resolution) => {
     writeFileSync(
       path.join(scratch, 'consumer.ts'),
