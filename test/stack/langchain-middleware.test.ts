@@ -84,7 +84,7 @@ function tools(compactNow: () => Promise<void>) {
 const isSummary = (m: { role?: unknown; name?: unknown }) => m.role === 'assistant' && m.name === SUMMARY_MESSAGE_NAME;
 
 describe('lineageMiddleware on createAgent', () => {
-  it('stores a step run again once (its append key is its messages ids)', async () => {
+  it('stores a step run again once (its append key is its messages ids), and the head it put in the state never again', async () => {
     const id = uniqueId('lc-retry');
     const middleware = lineageMiddleware({ sessions: stack().client, sessionId: id });
     const beforeModel = middleware.beforeModel as (state: { messages: BaseMessage[] }, runtime: unknown) => Promise<{ messages: BaseMessage[] }>;
@@ -95,6 +95,12 @@ describe('lineageMiddleware on createAgent', () => {
     expect(head.messages).toEqual([{ role: 'user', content: 'What changed?' }]);
     // The state becomes the head: messages the middleware knows the lineage holds.
     expect(again.messages.slice(1).map(toChatMessage)).toEqual(head.messages);
+    // Passed again with a new message (a previous result's messages, then the next input),
+    // the head's messages are known by their ids: only the new one is stored.
+    const next = await beforeModel({ messages: [...again.messages.slice(1), new HumanMessage({ id: 'h-2', content: 'And then?' })] }, {});
+    expect((await stack().client.transcript(id)).messages).toEqual([...head.messages, { role: 'user', content: 'And then?' }]);
+    // The head's ids are the same on every read while its messages stay.
+    expect(next.messages[1].id).toBe(again.messages[1].id);
   });
 
   it('converts LangChain messages to openai-chat and back', () => {

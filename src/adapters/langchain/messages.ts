@@ -6,6 +6,7 @@
  */
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
 import type { Message } from '../../compaction/dialects';
+import { InvalidInputError } from '../../errors';
 
 type Content = BaseMessage['content'];
 
@@ -45,7 +46,7 @@ export function toChatMessage(m: BaseMessage): Message {
     if (calls.length === 0) return withName(m, { role: 'assistant', content: text });
     return withName(m, { role: 'assistant', content: text === '' ? null : text, tool_calls: calls });
   }
-  throw new TypeError(`a ${type} message has no openai-chat form`);
+  throw new InvalidInputError('messages', `a ${type} message has no openai-chat form`);
 }
 
 interface ChatToolCall {
@@ -80,6 +81,6 @@ export function fromChatMessage(message: Message, id: string): BaseMessage {
       return new AIMessage({ id, content: message.content === null ? '' : content, tool_calls: valid, invalid_tool_calls: invalid, ...named });
     }
     default:
-      throw new TypeError(`an openai-chat message of role ${String(role)} has no LangChain form`);
+      throw new InvalidInputError('messages', `an openai-chat message of role ${String(role)} has no LangChain form`);
   }
 }

@@ -21,8 +21,9 @@
  */
 import { RemoveMessage, type BaseMessage } from '@langchain/core/messages';
 import { createMiddleware } from 'langchain';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { CreateSessionOptions, SessionsClient } from '../../client/sessions-client';
+import { canonicalJson } from '../../compaction/json';
 import { fromChatMessage, toChatMessage } from './messages';
 
 /** How the lineage is created when it does not exist yet (the dialect is always `openai-chat`). */
@@ -39,6 +40,10 @@ const REMOVE_ALL_MESSAGES = '__remove_all__';
 const FROM_HEAD = 'lineage-head:';
 
 const fromHead = (m: BaseMessage) => typeof m.id === 'string' && m.id.startsWith(FROM_HEAD);
+
+/** The id of the head's message at `position`: the same on every read while the message stays there. */
+const headId = (message: unknown, position: number) =>
+  `${FROM_HEAD}${position}:${createHash('sha256').update(canonicalJson(message)).digest('hex').slice(0, 16)}`;
 
 /**
  * The append key of a step's messages: their LangChain ids (the state's reducer gives every
@@ -67,10 +72,7 @@ export function lineageMiddleware(options: LineageMiddlewareOptions) {
     const pending = messages.filter((m) => !fromHead(m) && m.getType() !== 'remove');
     if (pending.length > 0) await sessions.append(sessionId, pending.map(toChatMessage), { appendKey: appendKey(pending) });
     const head = await sessions.transcript(sessionId);
-    const run = randomUUID();
-    return {
-      messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...head.messages.map((m, i) => fromChatMessage(m, `${FROM_HEAD}${run}:${i}`))],
-    };
+    return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...head.messages.map((m, i) => fromChatMessage(m, headId(m, i)))] };
   };
 
   return createMiddleware({
