@@ -12,7 +12,7 @@ import { AIMessage, HumanMessage, type BaseMessage } from '@langchain/core/messa
 import type { ChatResult } from '@langchain/core/outputs';
 import { createAgent, tool } from 'langchain';
 import { describe, expect, it } from 'vitest';
-import { fromChatMessage, lineageMiddleware, toChatMessage } from '../../src/adapters/langchain';
+import { lineageMiddleware, toChatMessage } from '../../src/adapters/langchain';
 import type { SessionsClient } from '../../src/client/sessions-client';
 import { SUMMARY_MESSAGE_NAME } from '../../src/compaction/messages';
 import { auditRows, sessionMessages } from '../../src/db/session-store';
@@ -101,19 +101,6 @@ describe('lineageMiddleware on createAgent', () => {
     expect((await stack().client.transcript(id)).messages).toEqual([...head.messages, { role: 'user', content: 'And then?' }]);
     // The head's ids are the same on every read while its messages stay.
     expect(next.messages[1].id).toBe(again.messages[1].id);
-  });
-
-  it('converts LangChain messages to openai-chat and back', () => {
-    const ai = new AIMessage({ content: '', tool_calls: [{ id: 'call_1', name: 'grep', args: { q: 'x' }, type: 'tool_call' }] });
-    const chat = toChatMessage(ai);
-    expect(chat).toEqual({
-      role: 'assistant',
-      content: null,
-      tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'grep', arguments: '{"q":"x"}' } }],
-    });
-    expect(toChatMessage(fromChatMessage(chat, 'm-1'))).toEqual(chat);
-    const broken = { role: 'assistant', content: null, tool_calls: [{ id: 'call_2', type: 'function', function: { name: 'grep', arguments: '{"q":' } }] };
-    expect(toChatMessage(fromChatMessage(broken, 'm-2'))).toEqual(broken);
   });
 
   it('runs many turns with tool calls, compactions mid-loop and a second agent: no request rejected, every input kept, no fork', async () => {
