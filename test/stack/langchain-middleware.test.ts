@@ -112,8 +112,12 @@ describe('lineageMiddleware on createAgent', () => {
     const compactNow = async () => {
       if (!forceOnTurn) return;
       forceOnTurn = false;
-      const result = await stack().client.compact((await stack().client.lineage(id)).headSessionId, { force: true });
-      forced.push(`${result.outcome} ${result.reason ?? ''}`);
+      // Against the head; a threshold compaction that committed first makes it stale: once more against the new head.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const result = await stack().client.compact((await stack().client.lineage(id)).headSessionId, { force: true });
+        forced.push(`${result.outcome} ${result.reason ?? ''}`);
+        if (result.outcome !== 'stale') return;
+      }
     };
     const started = Date.now();
 
@@ -147,7 +151,7 @@ describe('lineageMiddleware on createAgent', () => {
     expect(first.requests).toHaveLength(30);
 
     // Compactions landed while the agents ran, some inside a turn's tool loop: a request that
-    expect(forced.filter((o) => o.startsWith('compacted')).length, forced.join()).toBeGreaterThanOrEqual(2);
+    expect(forced.filter((o) => o.startsWith('compacted')).length, forced.join()).toBe(3);
     const compactions = (await auditRows(stack().db.db, id)).filter((r) => r.outcome === 'compacted');
     expect(compactions.length).toBeGreaterThanOrEqual(3);
     expect(compactions.every((r) => r.startedAt.getTime() > started)).toBe(true);
@@ -179,7 +183,7 @@ describe('lineageMiddleware on createAgent', () => {
     expect([audit.forks, audit.orphans, audit.lostMessages, audit.duplicatedMessages, audit.sequenceGaps]).toEqual([0, 0, 0, 0, 0]);
     console.log(
       `langchain-middleware: 10+3 turns, ${first.requests.length}+${second.requests.length} model requests, ${compactions.length} compactions ` +
-        `(${midLoop.length} landed mid-loop, ${forced.length} forced from a tool), ${rejected.length} rejected, ${audit.forks} forks`,
+        `(${midLoop.length} landed mid-loop, ${forced.filter((o) => o.startsWith('compacted')).length} forced from a tool), ${rejected.length} rejected, ${audit.forks} forks`,
     );
   });
 });
