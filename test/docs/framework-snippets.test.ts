@@ -1,9 +1,9 @@
 /**
  * The framework snippets of docs/frameworks.md run as written: each TypeScript block of "Use
- * with the OpenAI Agents SDK" and "Use with the Anthropic SDK" is saved at the repository root
+ * with the OpenAI Agents SDK", "Use with LangChain.js" and "Use with the Anthropic SDK" is saved at the repository root
  * (where the page says to save it) and run with `node --import tsx`, against the test stack and the
  * strict fake provider of its SDK (the base URL and model from the environment, as a user's
- * key would be). Proven: it exits 0, the provider refused none of its requests, and the
+ * key would be; the LangChain one scripts its model with LangChain's own `fakeModel`). Proven: it exits 0, the provider refused none of its requests, and the
  * history it printed or sent came from the service.
  */
 import { spawn } from 'node:child_process';
@@ -70,6 +70,14 @@ describe('docs/frameworks.md snippets', () => {
     // request, the reasoning item and the answer) before its own request; 6 items in the head after.
     expect(agent.map((r) => r.items)).toEqual([1, 4]);
     expect(run.output).toMatch(/\(6 items in the head\)/);
+  });
+
+  it('Use with LangChain.js: two invocations on one lineage, the second handed the first from the service', async () => {
+    const run = await runSnippet(snippetAfter('## Use with LangChain.js'), {});
+    expect(run.code, run.output).toBe(0);
+    // The second invocation passed only its message; the model was sent the first exchange
+    // (request, tool call, tool result, answer) read from the service before it.
+    expect(run.output).toMatch(/Order 1234\. \(5 messages sent, 6 in the head\)/);
   });
 
   it('Use with the Anthropic SDK: a tool loop with thinking on, every request accepted', async () => {

@@ -74,7 +74,7 @@ describe('npm run build', () => {
     }
     // No TypeScript sources and no dev stack in the output; declarations (.d.ts) for the package's entry points.
     expect(filesUnder(outDir).filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
-    for (const types of ['client/index.d.ts', 'openai-agents.d.ts', 'claude-agent-sdk.d.ts', 'worker-package.d.ts'])
+    for (const types of ['client/index.d.ts', 'openai-agents.d.ts', 'claude-agent-sdk.d.ts', 'langchain.d.ts', 'worker-package.d.ts'])
       expect(existsSync(path.join(outDir, types)), types).toBe(true);
     expect(existsSync(path.join(outDir, 'dev'))).toBe(false);
     // The failure converter of encrypted payloads is bundled into one bundle, not the other
@@ -101,7 +101,18 @@ describe('npm run build', () => {
     expect(requiredBy.get('@opentelemetry/sdk-trace-node')).toBe('tracing.js');
     // The worker's packages are optional peers (a client-only install skips them; the image installs them, see installed-package.test.ts).
     const workerPeers = new Set<string>(WORKER_PEER_DEPENDENCIES);
-    const notProduction = [...requiredBy].filter(([name]) => !isBuiltin(name) && !(name in packageJson.dependencies) && !workerPeers.has(name));
+    // A framework adapter's packages are optional peers too, required only by that adapter (its own subpath).
+    const adapterPeers = new Map([
+      ['langchain', 'adapters/langchain/'],
+      ['@langchain/core', 'adapters/langchain/'],
+    ]);
+    for (const [peer, under] of adapterPeers) {
+      expect(packageJson.peerDependencies, peer).toHaveProperty(peer);
+      expect(requiredBy.get(peer) ?? under, peer).toMatch(new RegExp(`^${under}`));
+    }
+    const notProduction = [...requiredBy].filter(
+      ([name]) => !isBuiltin(name) && !(name in packageJson.dependencies) && !workerPeers.has(name) && !adapterPeers.has(name),
+    );
     expect(notProduction).toEqual([]);
     for (const peer of workerPeers) expect(packageJson.peerDependencies, peer).toHaveProperty(peer);
     for (const devOnly of ['tsx', 'embedded-postgres', '@temporalio/testing', 'typescript']) {

@@ -112,6 +112,16 @@ describe('the installed package', () => {
     expect(stderr).toContain('npm install @temporalio/worker');
   });
 
+  it('imports session-compaction/langchain from plain ESM and from CommonJS once its optional peers are installed', () => {
+    const { devDependencies } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    run('npm', ['install', '--no-audit', '--no-fund', `langchain@${devDependencies.langchain}`, `@langchain/core@${devDependencies['@langchain/core']}`]);
+    const use = "lineageMiddleware({ sessions: {}, sessionId: 'chat-1' }).name";
+    writeFileSync(path.join(scratch, 'langchain-esm.mjs'), `import { lineageMiddleware } from 'session-compaction/langchain';\nconsole.log(${use});\n`);
+    writeFileSync(path.join(scratch, 'langchain-cjs.cjs'), `const { lineageMiddleware } = require('session-compaction/langchain');\nconsole.log(${use});\n`);
+    expect(run('node', ['langchain-esm.mjs']).trim()).toBe('LineageMiddleware');
+    expect(run('node', ['langchain-cjs.cjs']).trim()).toBe('LineageMiddleware');
+  }, 300_000);
+
   it("installs what the image's final stage installs: every worker package, each at the lockfile's version, and none of the dev tooling", () => {
     const dockerfile = readFileSync(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
     const install = /^RUN (node scripts\/image-package\.cjs && npm install --omit=dev[^\n]*)$/m.exec(dockerfile);

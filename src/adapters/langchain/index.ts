@@ -1,0 +1,2 @@
+export { lineageMiddleware, type LineageMiddlewareOptions } from './middleware';
+export { fromChatMessage, toChatMessage } from './messages';
