@@ -75,6 +75,13 @@ export function functionSources(dir = FUNCTIONS_DIR): FunctionSource[] {
   return ordered;
 }
 
+/**
+ * Functions an earlier release defined that no file defines now. They are dropped in the
+ * transaction that applies the files, after them: until then the previous callers (committed by
+ * the migrations, not yet replaced) still call them, so appends never meet a missing function.
+ */
+const RETIRED_FUNCTIONS = ['sc_chat_problem(jsonb)', 'sc_responses_problem(jsonb)', 'sc_agents_problem(jsonb)'];
+
 /** Applies every function file, in one transaction: a file that fails leaves the previous definitions in place. */
 async function applyFunctionSources(client: PoolClient): Promise<void> {
   await client.query('BEGIN');
@@ -86,6 +93,7 @@ async function applyFunctionSources(client: PoolClient): Promise<void> {
         throw new Error(`applying ${source.file} failed: ${(error as Error).message}`, { cause: error });
       }
     }
+    for (const retired of RETIRED_FUNCTIONS) await client.query(`DROP FUNCTION IF EXISTS ${retired}`);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK');

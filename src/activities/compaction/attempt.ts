@@ -25,7 +25,8 @@ export async function compactionAttempt(input: CompactSessionInput, deps: Compac
 
   // The wire names the head the job was sent for `parentSessionId` (recorded histories hold it).
   const decision = earlierDecision(begun, { headSessionId: input.parentSessionId, generation: input.generation }, attempt);
-  if (decision?.kind === 'superseded') log.warn('attempt superseded before its first write; it writes nothing', { jobId: input.jobId, attempt });
+  if (decision?.kind === 'superseded')
+    log.warn('attempt superseded before its first write; it writes nothing', { jobId: input.jobId, attempt, reason: decision.answer.reason });
   if (decision && decision.kind !== 'stale') return decision.answer;
   if ('erased' in begun) throw new Error('unreachable: an erased lineage is decided above');
   const head = { sessionId: begun.lineage.headSessionId, generation: begun.lineage.generation };

@@ -1,6 +1,6 @@
 /**
  * The earlier decision: what an attempt answers right after it began, before it pays for
- * anything (pure; test/unit/compaction-decision.test.ts). An attempt goes on only when its job
+ * anything (pure; test/unit/compaction-steps.test.ts). An attempt goes on only when its job
  * is undecided, it is the job's latest attempt, the lineage is open and the head and generation
  * are the ones the workflow sent.
  */

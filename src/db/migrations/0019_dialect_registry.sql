@@ -1,8 +1,9 @@
 -- A dialect is one registry entry (src/compaction/dialects/registry.ts): the dialects table holds
 -- its rows, the lineages' dialect column refers to it instead of repeating the names in a CHECK,
 -- and session_create and sc_check_batch read it. Each dialect's problem function is named after
--- it (sc_<dialect>_problem); the functions of the old names are dropped here, the new ones are
--- created from src/db/functions after the migrations.
+-- it (sc_<dialect>_problem), created from src/db/functions after the migrations; the functions of
+-- the old names stay until then (the sc_check_batch this migration finds still calls them), and
+-- are dropped with the new definitions in one transaction (RETIRED_FUNCTIONS, src/db/database.ts).
 CREATE TABLE IF NOT EXISTS "dialects" (
   "name" text PRIMARY KEY,
   "position" integer NOT NULL UNIQUE,
@@ -23,9 +24,3 @@ ON CONFLICT ("name") DO NOTHING;
 ALTER TABLE "lineages" DROP CONSTRAINT IF EXISTS "lineages_dialect_known";
 --> statement-breakpoint
 ALTER TABLE "lineages" ADD CONSTRAINT "lineages_dialect_dialects_name_fk" FOREIGN KEY ("dialect") REFERENCES "dialects"("name");
---> statement-breakpoint
-DROP FUNCTION IF EXISTS sc_chat_problem(jsonb);
---> statement-breakpoint
-DROP FUNCTION IF EXISTS sc_responses_problem(jsonb);
---> statement-breakpoint
-DROP FUNCTION IF EXISTS sc_agents_problem(jsonb);
