@@ -15,7 +15,9 @@ if (command === 'worker') {
     });
 } else if (command === 'migrate') {
   load('migrate');
-} else {
+} else if (command === undefined || command === '--help' || command === '-h') {
   console.log(USAGE);
-  process.exitCode = command === undefined || command === '--help' || command === '-h' ? 0 : 2;
+} else {
+  console.error(`unknown command ${command}\n${USAGE}`);
+  process.exitCode = 2;
 }

@@ -8,6 +8,6 @@ const path = require('node:path');
 const root = process.cwd();
 const pkg = require(path.join(root, 'package.json'));
 const { WORKER_PEER_DEPENDENCIES } = require(path.join(root, 'dist/worker-dependencies.js'));
-const peers = Object.fromEntries(WORKER_PEER_DEPENDENCIES.map((name) => [name, pkg.peerDependencies[name]]));
+const peers = Object.fromEntries(WORKER_PEER_DEPENDENCIES.map((name) => [name, pkg.devDependencies[name]]));
 const image = { ...pkg, dependencies: { ...pkg.dependencies, ...peers }, devDependencies: {}, peerDependencies: {}, peerDependenciesMeta: {} };
 writeFileSync(path.join(root, 'package.json'), `${JSON.stringify(image, null, 2)}\n`);

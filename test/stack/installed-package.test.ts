@@ -158,7 +158,7 @@ describe('the installed package', () => {
     const env = () => ({ ...stack().env, NODE_ENV: 'production' });
 
     beforeAll(async () => {
-      const peers = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')).peerDependencies as Record<string, string>;
+      const peers = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')).devDependencies as Record<string, string>; // the versions the repository pins (the peers' ranges allow newer)
       run('npm', ['install', '--no-audit', '--no-fund', ...WORKER_PEER_DEPENDENCIES.map((name) => `${name}@${peers[name]}`)]);
       // The command as a user runs it, from the install: plain node, no tsx (NODE_ENV=production, and no sources in the install).
       worker = spawn(path.join(scratch, 'node_modules/.bin/session-compaction'), ['worker'], {
