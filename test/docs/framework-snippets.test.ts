@@ -1,6 +1,6 @@
 /**
  * The framework snippets of docs/frameworks.md run as written: each TypeScript block of "Use
- * with the OpenAI Agents SDK", "Use with LangChain.js" and "Use with the Anthropic SDK" is saved at the repository root
+ * with the OpenAI Agents SDK", "Use with LangChain.js", "Use with the AI SDK" and "Use with the Anthropic SDK" is saved at the repository root
  * (where the page says to save it) and run with `node --import tsx`, against the test stack and the
  * strict fake provider of its SDK (the base URL and model from the environment, as a user's
  * key would be; the LangChain one scripts its model with LangChain's own `fakeModel`). Proven: it exits 0, the provider refused none of its requests, and the
@@ -78,6 +78,29 @@ describe('docs/frameworks.md snippets', () => {
     // The second invocation passed only its message; the model was sent the first exchange
     // (request, tool call, tool result, answer) read from the service before it.
     expect(run.output).toMatch(/Order 1234\. \(5 messages sent, 6 in the head\)/);
+  });
+
+  it('Use with the AI SDK: two generateText tool loops on one lineage, the second sent the first from the service', async () => {
+    const model = 'agent-model-ai-sdk';
+    const run = await runSnippet(snippetAfter('## Use with the AI SDK'), {
+      ANTHROPIC_API_KEY: 'test-key',
+      ANTHROPIC_BASE_URL: `${anthropic.url}/v1`,
+      AI_SDK_MODEL: model,
+    });
+    expect(run.code, run.output).toBe(0);
+    const requests = anthropic.requests.filter((r) => r.caller === 'agent' && r.model === model);
+    expect(anthropic.rejections.filter((r) => r.model === model)).toEqual([]);
+    // Each turn called the tool (the fake calls the tools a request offers) and then answered.
+    const lines = [...run.output.matchAll(/^(\d+) messages sent first, (\d+) steps: /gm)].map((m) => [Number(m[1]), Number(m[2])]);
+    expect(lines).toHaveLength(2);
+    expect(requests).toHaveLength(lines[0][1] + lines[1][1]);
+    expect(lines.every(([, steps]) => steps >= 2)).toBe(true);
+    // A new lineage: the first turn was sent its input alone; the second was sent the first
+    // turn from the service (its input, at least a message per step) and its own input.
+    expect(lines[0][0]).toBe(1);
+    expect(lines[1][0]).toBeGreaterThanOrEqual(1 + lines[0][1] + 1);
+    const head = Number(/^(\d+) messages in the head$/m.exec(run.output)?.[1]);
+    expect(head).toBeGreaterThanOrEqual(lines[1][0] + lines[1][1]);
   });
 
   it('Use with the Anthropic SDK: a tool loop with thinking on, every request accepted', async () => {
