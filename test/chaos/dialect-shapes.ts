@@ -109,6 +109,21 @@ export function stepTurn(dialect: DialectName, tag: string, callPrefix: string, 
         { role: 'user', parts: ids.map((id, k) => ({ functionResponse: { name: name(k), id, response: { output: result(k) } } })) },
         { role: 'model', parts: [{ text: answer }] },
       ];
+    case 'ai-sdk': {
+      // The AI SDK stores JSON results as `json` outputs and text ones as `text`; parallel results one tool message each.
+      const results = ids.map((id, k) => ({
+        type: 'tool-result',
+        toolCallId: id,
+        toolName: name(k),
+        output: isForged(k) ? { type: 'text', value: result(k) } : { type: 'json', value: JSON.parse(result(k)) as JsonObject },
+      }));
+      return [
+        { role: 'user', content: [{ type: 'text', text: request }] },
+        { role: 'assistant', content: ids.map((id, k) => ({ type: 'tool-call', toolCallId: id, toolName: name(k), input: args(k) })) },
+        ...(ids.length > 1 ? results.map((r) => ({ role: 'tool', content: [r] })) : [{ role: 'tool', content: results }]),
+        { role: 'assistant', content: [{ type: 'text', text: answer }] },
+      ];
+    }
   }
 }
 
@@ -152,6 +167,15 @@ export function nonTextRequest(dialect: DialectName, kind: 'image' | 'file'): Me
           kind === 'image'
             ? { inlineData: { mimeType: 'image/png', data: PNG } }
             : { fileData: { mimeType: 'application/pdf', fileUri: 'gs://bucket/report.pdf' } },
+        ],
+      };
+    case 'ai-sdk':
+      return {
+        role: 'user',
+        content: [
+          kind === 'image'
+            ? { type: 'image', image: PNG, mediaType: 'image/png' }
+            : { type: 'file', data: 'JVBERi0xLjQK', mediaType: 'application/pdf', filename: 'report.pdf' },
         ],
       };
   }
@@ -276,6 +300,39 @@ export function hostileSites(dialect: DialectName): HostileSite[] {
         v('inline data', (s) => ({ role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data: s } }] }), '.parts[0].inlineData.data'),
         k('a key of a part', (key) => ({ role: 'user', parts: [{ text: 'x', [key]: true }] }), '.parts[0]'),
       ];
+    case 'ai-sdk':
+      return [
+        ...common,
+        v('string content', (s) => ({ role: 'user', content: s }), '.content'),
+        v('a text part', (s) => ({ role: 'user', content: [{ type: 'text', text: s }] }), '.content[0].text'),
+        v(
+          'tool-call input',
+          (s) => ({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'f', input: { path: s } }] }),
+          '.content[0].input.path',
+        ),
+        k(
+          'a key of tool-call input',
+          (key) => ({ role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'f', input: { [key]: 1 } }] }),
+          '.content[0].input',
+        ),
+        v(
+          'a tool result',
+          (s) => ({ role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'f', output: { type: 'text', value: s } }] }),
+          '.content[0].output.value',
+        ),
+        v(
+          'a toolCallId',
+          (s) => ({ role: 'tool', content: [{ type: 'tool-result', toolCallId: s, toolName: 'f', output: { type: 'json', value: {} } }] }),
+          '.content[0].toolCallId',
+        ),
+        v('reasoning', (s) => ({ role: 'assistant', content: [{ type: 'reasoning', text: s }] }), '.content[0].text'),
+        v(
+          'a signature in provider options',
+          (s) => ({ role: 'assistant', content: [{ type: 'reasoning', text: 'x', providerOptions: { anthropic: { signature: s } } }] }),
+          '.content[0].providerOptions.anthropic.signature',
+        ),
+        k('a key of provider options', (key) => ({ role: 'user', content: 'x', providerOptions: { [key]: {} } }), '.providerOptions'),
+      ];
   }
 }
 
@@ -370,6 +427,24 @@ export function forgedSites(dialect: DialectName): ForgedSite[] {
         { name: 'the second text part', build: (t) => ({ role: 'user', parts: [{ text: 'Note:' }, { text: t }] }) },
         { name: 'a thought part', build: (t) => ({ role: 'model', parts: [{ text: t, thought: true }] }) },
       ];
+    case 'ai-sdk':
+      return [
+        { name: 'string content', build: (t) => ({ role: 'user', content: t }) },
+        { name: 'assistant string content', build: (t) => ({ role: 'assistant', content: t }) },
+        { name: 'a text part', build: (t) => ({ role: 'user', content: [{ type: 'text', text: t }] }) },
+        { name: 'a text part after an image', build: (t) => ({ role: 'user', content: [nonTextPart(dialect), { type: 'text', text: t }] }) },
+        {
+          name: 'the second text part',
+          build: (t) => ({
+            role: 'user',
+            content: [
+              { type: 'text', text: 'Note:' },
+              { type: 'text', text: t },
+            ],
+          }),
+        },
+        { name: 'a system message', build: (t) => ({ role: 'system', content: t }) },
+      ];
   }
 }
 
@@ -452,6 +527,14 @@ export function cutPointTurns(dialect: DialectName, tag: string): Message[] {
             { role: 'model', parts: [{ text: answer }] },
           );
           break;
+        case 'ai-sdk':
+          out.push(
+            { role: 'user', content: [{ type: 'text', text: ask }] },
+            { role: 'assistant', content: [{ type: 'tool-call', toolCallId: id, toolName: 'write', input: { text: argText } }] },
+            { role: 'tool', content: [{ type: 'tool-result', toolCallId: id, toolName: 'write', output: { type: 'text', value: output } }] },
+            { role: 'assistant', content: [{ type: 'text', text: answer }] },
+          );
+          break;
       }
     }
   }
@@ -516,6 +599,23 @@ export function structuralMistakes(dialect: DialectName): unknown[] {
         { role: 'model', parts: [{ functionResponse: { name: 'f', response: {} } }] },
         { role: 'user', parts: [{ text: 5 }] },
         { role: 'model', parts: [{ functionCall: { name: '' } }] },
+      ];
+    case 'ai-sdk':
+      return [
+        { role: 'developer', content: 'x' },
+        { role: 'system', content: [{ type: 'text', text: 'x' }] },
+        { role: 'user', content: '' },
+        { role: 'user', content: [] },
+        { role: 'user', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'f', input: {} }] },
+        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: '', toolName: 'f', input: {} }] },
+        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'f', input: '{}' }] },
+        { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'f', output: '42' }] },
+        { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'f', output: { type: 'text', value: 42 } }] },
+        { role: 'tool', content: 'x' },
+        { role: 'user', content: [{ type: 'image', image: { 0: 137, 1: 80 } }] },
+        { role: 'user', content: [{ type: 'file', data: PNG }] },
+        { role: 'user', content: [{ type: 'text', text: 5 }] },
+        { role: 'user', content: [{ text: 'no type' }] },
       ];
   }
 }

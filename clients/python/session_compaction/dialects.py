@@ -14,7 +14,7 @@ from typing import Any, Callable, Literal, TypeGuard, cast
 
 from .text import js_key_order
 
-DialectName = Literal["openai-chat", "openai-responses", "openai-agents", "anthropic", "gemini"]
+DialectName = Literal["openai-chat", "openai-responses", "openai-agents", "anthropic", "gemini", "ai-sdk"]
 
 _MISSING: Any = object()
 
@@ -406,6 +406,48 @@ def _gemini_texts(m: Mapping[str, Any]) -> list[str]:
     return out
 
 
+# ---- ai-sdk -------------------------------------------------------------------------------
+# The Vercel AI SDK's ModelMessage (src/compaction/dialects/ai-sdk.ts): system, user, assistant
+# and tool messages with text, image, file, reasoning, tool-call and tool-result parts.
+
+
+def _ai_sdk_output_texts(output: Any) -> list[str]:
+    if not isinstance(output, Mapping):
+        return []
+    t = output.get("type")
+    if t == "content":
+        value = output.get("value")
+        return [v["text"] for v in (value if _is_list(value) else []) if isinstance(v, Mapping) and isinstance(v.get("text"), str)]
+    if t == "execution-denied":
+        return [output["reason"]] if isinstance(output.get("reason"), str) else []
+    if t in ("text", "error-text"):
+        return [_as_text(output.get("value", _MISSING))]
+    value = output.get("value")
+    return [js_json(value)]
+
+
+def _ai_sdk_texts(m: Mapping[str, Any]) -> list[str]:
+    content = m.get("content")
+    if isinstance(content, str):
+        return [content]
+    out: list[str] = []
+    for p in content if _is_list(content) else []:
+        if not isinstance(p, Mapping):
+            continue
+        t = p.get("type")
+        if t in ("text", "reasoning"):
+            if isinstance(p.get("text"), str):
+                out.append(p["text"])
+        elif t == "tool-call":
+            tool_input = p.get("input")
+            out += [_as_text(p.get("toolName", _MISSING)), js_json({} if tool_input is None else tool_input), _as_text(p.get("toolCallId", _MISSING))]
+        elif t == "tool-result":
+            out += [_as_text(p.get("toolCallId", _MISSING)), _as_text(p.get("toolName", _MISSING))] + _ai_sdk_output_texts(p.get("output"))
+        elif t == "file" and isinstance(p.get("data"), Mapping) and p["data"].get("type") == "text" and isinstance(p["data"].get("text"), str):
+            out.append(p["data"]["text"])
+    return out
+
+
 # ---- the dialects -------------------------------------------------------------------------
 
 
@@ -429,6 +471,7 @@ RULES: dict[str, DialectRules] = {
     "openai-agents": DialectRules(_agents_texts, _agents_for_provider),
     "anthropic": DialectRules(_anthropic_texts, _as_stored),
     "gemini": DialectRules(_gemini_texts, _as_stored),
+    "ai-sdk": DialectRules(_ai_sdk_texts, _as_stored),
 }
 DIALECTS: tuple[DialectName, ...] = cast("tuple[DialectName, ...]", tuple(RULES))
 
@@ -448,8 +491,8 @@ def for_provider(dialect: str, messages: Sequence[Any]) -> list[Any]:
     openai-chat drops ``annotations`` and a null ``function_call``, sends ``audio`` as
     ``{id}`` and drops ``index`` from tool calls (assistant messages only); openai-responses
     drops the ids of a model turn whose reasoning is gone (openai-agents: the same ids, read
-    through ``as_responses_item``, dropped from the SDK's own items); anthropic and gemini: as
-    stored."""
+    through ``as_responses_item``, dropped from the SDK's own items); anthropic, gemini and
+    ai-sdk: as stored."""
     rules = RULES.get(dialect)
     return rules.for_provider(messages) if rules else list(messages)
 
@@ -515,6 +558,12 @@ def is_real_user_request(message: Any, dialect: str = "openai-chat") -> bool:
         if text.startswith(SUMMARY_PREFIX) or any(b.get("type") == "tool_result" for b in blocks):
             return False
         return any(_has_text(b.get("text")) if b.get("type") == "text" else isinstance(b.get("type"), str) and b.get("type") != "" for b in blocks)
+    if dialect == "ai-sdk":
+        parts = _blocks(m)
+        text = "".join(p["text"] for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str))
+        if text.startswith(SUMMARY_PREFIX):
+            return False
+        return any(_has_text(p.get("text")) if p.get("type") == "text" else p.get("type") in ("image", "file") for p in parts)
     if dialect == "gemini":
         parts = [p for p in m.get("parts", []) if isinstance(p, Mapping)] if _is_list(m.get("parts")) else []
         text = "".join(p["text"] for p in parts if isinstance(p.get("text"), str) and p.get("thought") is not True)

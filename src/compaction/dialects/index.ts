@@ -1,5 +1,6 @@
 /** The dialects by name. Pure: safe for workflow code. */
 import { InvalidInputError } from '../../errors';
+import { aiSdk } from './ai-sdk';
 import { anthropic } from './anthropic';
 import { gemini } from './gemini';
 import { openaiAgents } from './openai-agents';
@@ -15,6 +16,7 @@ const DIALECTS: Record<DialectName, Dialect> = {
   'openai-agents': openaiAgents,
   anthropic,
   gemini,
+  'ai-sdk': aiSdk,
 };
 
 export const isDialectName = (value: unknown): value is DialectName => typeof value === 'string' && (DIALECT_NAMES as readonly string[]).includes(value);

@@ -79,11 +79,21 @@ export const DIALECT_REGISTRY = [
     strictFake: { module: 'test/support/strict-gemini.ts', exports: ['validateGeminiRequest', 'startStrictGemini'] },
     summaryMarkerField: 'parts',
   },
+  {
+    name: 'ai-sdk',
+    module: 'src/compaction/dialects/ai-sdk.ts',
+    export: 'aiSdk',
+    sqlProblem: 'sc_ai_sdk_problem',
+    pythonRules: 'ai-sdk',
+    vectors: VECTORS,
+    strictFake: { module: 'test/support/strict-ai-sdk.ts', exports: ['aiSdkRefusal', 'aiSdkRequests'] },
+    summaryMarkerField: 'content',
+  },
 ] as const satisfies readonly DialectEntry[];
 
 export type RegisteredDialectName = (typeof DIALECT_REGISTRY)[number]['name'];
 
-/** The registry's entries as the `dialects` table holds them (migration 0019 seeds the same rows). */
+/** The registry's entries as the `dialects` table holds them (migration 0019 seeds the first five rows, 0020 the ai-sdk row). */
 export const dialectRows = () =>
   DIALECT_REGISTRY.map((entry: DialectEntry, i) => ({
     name: entry.name,

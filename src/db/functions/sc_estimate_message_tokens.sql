@@ -1,5 +1,5 @@
 -- The token estimate of one message (src/compaction/tokens.ts estimateTokens): openai-chat by
--- sc_estimate_tokens; other dialects 4 plus a quarter of the UTF-16 length of every string
+-- sc_estimate_tokens; other dialects (ai-sdk included) 4 plus a quarter of the UTF-16 length of every string
 -- value in the message.
 CREATE OR REPLACE FUNCTION sc_estimate_message_tokens(p_dialect text, m jsonb) RETURNS integer
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$

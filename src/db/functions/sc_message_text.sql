@@ -1,4 +1,5 @@
--- The human-readable text of a message in its dialect (each dialect's textOf).
+-- The human-readable text of a message in its dialect (each dialect's textOf): Gemini's text parts;
+-- for the others (ai-sdk included) a string content, or its text parts joined.
 CREATE OR REPLACE FUNCTION sc_message_text(p_dialect text, m jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   SELECT CASE

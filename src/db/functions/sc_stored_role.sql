@@ -8,6 +8,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
       WHEN jsonb_typeof(m->'content') = 'array' AND jsonb_array_length(m->'content') > 0
            AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(m->'content') b WHERE b->>'type' IS DISTINCT FROM 'tool_result') THEN 'tool'
       ELSE 'user' END
+    WHEN 'ai-sdk' THEN CASE WHEN m->>'role' IN ('system', 'assistant', 'tool') THEN m->>'role' ELSE 'user' END
     WHEN 'gemini' THEN CASE
       WHEN m->>'role' = 'model' THEN 'assistant'
       WHEN jsonb_typeof(m->'parts') = 'array' AND jsonb_array_length(m->'parts') > 0
