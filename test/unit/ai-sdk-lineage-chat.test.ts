@@ -32,7 +32,7 @@ function memorySessions() {
       }
       return { replayed };
     },
-    transcript: async () => ({ sessionId: 'head', dialect: 'anthropic', messages: state.head, seqs: state.head.map((_, i) => i) }),
+    transcript: async () => ({ sessionId: 'head', dialect: 'ai-sdk', messages: state.head, seqs: state.head.map((_, i) => i) }),
   };
   return { state, sessions: sessions as unknown as SessionsClient };
 }

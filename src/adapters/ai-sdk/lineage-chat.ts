@@ -20,7 +20,6 @@
  */
 import { convertToModelMessages, type ModelMessage, type UIMessage } from 'ai';
 import type { CreateSessionOptions, SessionsClient } from '../../client/sessions-client';
-import type { DialectName } from '../../compaction/dialects';
 import { InvalidInputError } from '../../errors';
 import { type LineageTurn, providerView, startTurn } from './turn';
 
@@ -42,14 +41,11 @@ export interface LineageChat {
   uiTurn(messages: readonly UIMessage[]): Promise<LineageTurn>;
 }
 
-// TODO(merge wt-aisdk-dialect): the registry names 'ai-sdk' then; drop the cast.
-const DIALECT = 'ai-sdk' as string as DialectName;
-
 export function lineageChat(options: LineageChatOptions): LineageChat {
   const { sessions, sessionId, ...create } = options;
   let opened: Promise<unknown> | undefined;
   const open = () =>
-    (opened ??= sessions.createSession({ ...create, sessionId, dialect: DIALECT }).catch((error: unknown) => {
+    (opened ??= sessions.createSession({ ...create, sessionId, dialect: 'ai-sdk' }).catch((error: unknown) => {
       opened = undefined;
       throw error;
     }));
