@@ -104,6 +104,7 @@ export async function runAiSdkAgent(options: AiSdkAgentOptions): Promise<TurnRep
       messages: turn.messages,
       prepareStep: turn.prepareStep,
       stopWhen: isStepCount(options.maxSteps ?? 8),
+      maxOutputTokens: 4096,
     });
     await turn.finish(result);
     reports.push({ request, answer: result.text, steps: result.steps.length, headChanges: turn.headChanges });

@@ -35,7 +35,7 @@ const stack = useTestStack();
 const MODEL = 'agent-model';
 /** Estimated tokens: low, so that the service compacts every few steps, some in the middle of a loop. */
 const COMPACT_AT = 2_500;
-const TURNS = 10;
+const TURNS = 16;
 const SECOND_TURNS = 3;
 /** A tool forces a compaction on these turns, from inside the loop. */
 const FORCE_ON = (turn: number) => turn % 3 === 0;
@@ -227,6 +227,17 @@ describe('lineageChat with the AI SDK on the real stack', () => {
           .map((b) => b.content),
       );
       expect(inputs.filter((input) => !said.has(input))).toEqual([]);
+      // The loops had parallel tool calls, and the tools' JSON outputs went back as such.
+      const parts = stored.flatMap((m) => (Array.isArray(m.body.content) ? (m.body.content as { type?: string; output?: { type?: string } }[]) : []));
+      expect(
+        stored.some(
+          (m) =>
+            m.body.role === 'assistant' &&
+            Array.isArray(m.body.content) &&
+            m.body.content.filter((p) => (p as { type?: string }).type === 'tool-call').length >= 2,
+        ),
+      ).toBe(true);
+      expect(parts.filter((p) => p.type === 'tool-result').every((p) => p.output?.type === 'json')).toBe(true);
 
       const audit = await stack().client.operator.auditLineage(id);
       expect([audit.forks, audit.orphans, audit.lostMessages, audit.duplicatedMessages, audit.sequenceGaps]).toEqual([0, 0, 0, 0, 0]);
