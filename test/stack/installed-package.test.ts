@@ -122,6 +122,16 @@ describe('the installed package', () => {
     expect(run('node', ['langchain-cjs.cjs']).trim()).toBe('LineageMiddleware');
   }, 300_000);
 
+  it('imports session-compaction/ai-sdk from plain ESM and from CommonJS once its optional peer is installed', () => {
+    const { devDependencies } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    run('npm', ['install', '--no-audit', '--no-fund', `ai@${devDependencies.ai}`]);
+    const use = "lineageChat({ sessions: {}, sessionId: 'chat-1' }).sessionId";
+    writeFileSync(path.join(scratch, 'ai-sdk-esm.mjs'), `import { lineageChat } from 'session-compaction/ai-sdk';\nconsole.log(${use});\n`);
+    writeFileSync(path.join(scratch, 'ai-sdk-cjs.cjs'), `const { lineageChat } = require('session-compaction/ai-sdk');\nconsole.log(${use});\n`);
+    expect(run('node', ['ai-sdk-esm.mjs']).trim()).toBe('chat-1');
+    expect(run('node', ['ai-sdk-cjs.cjs']).trim()).toBe('chat-1');
+  }, 300_000);
+
   it("installs what the image's final stage installs: every worker package, each at the lockfile's version, and none of the dev tooling", () => {
     const dockerfile = readFileSync(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
     const install = /^RUN (node scripts\/image-package\.cjs && npm install --omit=dev[^\n]*)$/m.exec(dockerfile);
