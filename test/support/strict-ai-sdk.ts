@@ -24,7 +24,7 @@ import { validateGeminiRequest } from './strict-gemini';
 import { validateChatRequest } from './strict-provider';
 import { validateResponsesRequest } from './strict-responses';
 
-export const AI_SDK_PROVIDERS = ['openai-responses', 'openai-chat', 'anthropic', 'gemini'] as const;
+const AI_SDK_PROVIDERS = ['openai-responses', 'openai-chat', 'anthropic', 'gemini'] as const;
 export type AiSdkProvider = (typeof AI_SDK_PROVIDERS)[number];
 
 /** What the AI SDK did with a head for one provider: the request body it sent, or why it sent none. */
@@ -67,7 +67,7 @@ const carriesThinking = (messages: readonly Message[]) =>
   );
 
 /** The request the AI SDK sends to one provider for these messages, or the error it raised instead. */
-export async function aiSdkRequest(provider: AiSdkProvider, messages: readonly Message[]): Promise<AiSdkRequest> {
+async function aiSdkRequest(provider: AiSdkProvider, messages: readonly Message[]): Promise<AiSdkRequest> {
   let body: unknown;
   try {
     await generateText({
