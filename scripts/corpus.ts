@@ -89,7 +89,7 @@ export async function runCorpus(dir: string, log: (line: string) => void = conso
         const result = await client.compact(id, { force: true, requestId: `corpus-${n}-${mode}` });
         const head = await client.transcript(result.sessionId);
         const view = (await client.transcript(result.sessionId, { for: 'provider' })).messages;
-        const refused = result.outcome === 'compacted' ? strictProviderCheck(dialect.name, view) : undefined;
+        const refused = result.outcome === 'compacted' ? await strictProviderCheck(dialect.name, view) : undefined;
         const latestAt = latestUserRequestIndex(dialect, entry.messages);
         const latestKept = latestAt < 0 || head.messages.some((m) => jsonEqual(m, entry.messages[latestAt]));
         // Every kept message must be one that was appended, JSON-equal, and not more often than appended.

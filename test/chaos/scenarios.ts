@@ -407,7 +407,7 @@ function latestRequestProblem(dialect: DialectName, head: readonly Message[], re
 /** The head's provider view as the dialect's strict provider reads it: why it would refuse it, or undefined. */
 async function providerRefusal(client: SessionsClient, dialect: DialectName, sessionId: string): Promise<string | undefined> {
   const view = await client.transcript(sessionId, { for: 'provider' });
-  const refusal = strictProviderCheck(dialect, view.messages);
+  const refusal = await strictProviderCheck(dialect, view.messages);
   return refusal ? `${view.sessionId}: ${refusal}` : undefined;
 }
 

@@ -245,7 +245,7 @@ describe('the SDK Runner on a compacting session', () => {
     const stored = new Set(ledger.map(canonicalJson));
     const mine = head.filter((m) => !agents.isSummary(m) && stored.has(canonicalJson(m)));
     expect(mine.length).toBeGreaterThan(0);
-    expect(strictProviderCheck('openai-agents', head)).toBeUndefined();
+    expect(await strictProviderCheck('openai-agents', head)).toBeUndefined();
     const audit = await stack().client.operator.auditLineage(id);
     expect([audit.forks, audit.orphans, audit.lostMessages, audit.duplicatedMessages, audit.sequenceGaps]).toEqual([0, 0, 0, 0, 0]);
     console.log(
@@ -254,8 +254,8 @@ describe('the SDK Runner on a compacting session', () => {
     );
   });
 
-  it('the strict check refuses what the SDK would send for a broken head (so 0 could have been otherwise)', () => {
+  it('the strict check refuses what the SDK would send for a broken head (so 0 could have been otherwise)', async () => {
     const orphan = [{ type: 'function_call_result', callId: 'call_9', name: 'grep', status: 'completed', output: { type: 'text', text: '{}' } }];
-    expect(strictProviderCheck('openai-agents', orphan)).toMatch(/RS-1 .*call_9/);
+    expect(await strictProviderCheck('openai-agents', orphan)).toMatch(/RS-1 .*call_9/);
   });
 });

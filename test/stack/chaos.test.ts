@@ -6,6 +6,7 @@
  * and the test's own ledger), every caller answered, and evidence that each fault landed.
  */
 import { describe, it } from 'vitest';
+import { DIALECT_NAMES } from '../../src/compaction/dialects';
 import { expectBadInput, expectChurn, expectLlmFaults, expectPostgresRestart, expectStorm, expectTemporalKill, expectWorkerKill } from '../chaos/checks';
 import {
   badInput,
@@ -35,7 +36,10 @@ describe('chaos (small)', () => {
   });
 
   it('a seeded storm with random worker kills, one lineage per dialect, loses and forks nothing, no append fails, every head passes its strict provider', async () => {
-    expectStorm(await workerStorm({ workers: 2, sessions: 5, seconds: 20, seed: Number(process.env.CHAOS_SEED ?? 20261130) }), 5);
+    expectStorm(
+      await workerStorm({ workers: 2, sessions: DIALECT_NAMES.length, seconds: 20, seed: Number(process.env.CHAOS_SEED ?? 20261130) }),
+      DIALECT_NAMES.length,
+    );
   });
 
   it('lineage churn: erased and re-created under a slow summary and old writers, nothing of the old incarnation reaches the new one; two retention batches at once leave no gap', async () => {

@@ -55,7 +55,7 @@ describe.each(DIALECT_NAMES)('ledger and masking on the real stack (%s)', (name)
     const missing = [...facts.requests, ...facts.paths, ...facts.identifiers].filter((f) => !text.includes(f));
     expect(missing).toEqual([]);
     expect(text).toContain('(superseded by R');
-    expect(strictProviderCheck(name, dialect.forProvider(transcript.messages))).toBeUndefined();
+    expect(await strictProviderCheck(name, dialect.forProvider(transcript.messages))).toBeUndefined();
     const rows = await auditRows(id);
     expect(rows).toHaveLength(3);
     for (const row of rows) {
@@ -86,7 +86,7 @@ describe.each(DIALECT_NAMES)('ledger and masking on the real stack (%s)', (name)
     const replaced = head.filter((m, i) => !jsonEqual(m, messages[i]));
     expect(replaced.length).toBeGreaterThan(0);
     for (const m of replaced) expect(dialect.toolResults(m).every((r) => r.text.startsWith(MASK_PREFIX))).toBe(true);
-    expect(strictProviderCheck(name, dialect.forProvider(head))).toBeUndefined();
+    expect(await strictProviderCheck(name, dialect.forProvider(head))).toBeUndefined();
     expect((await auditRows(id)).map((r) => r.rung)).toEqual(['masking']);
     // The operator's view (inspector, compactionDetail) says which rows were masked: the
     // placeholders and their originals, by the test's own count, none of them "kept" or "summarised".
@@ -137,7 +137,7 @@ describe.each(DIALECT_NAMES)('ledger and masking on the real stack (%s)', (name)
       const summaries = head.filter((m) => dialect.isSummary(m) && dialect.textOf(m).includes('## Ledger'));
       expect(summaries, label).toHaveLength(1);
       findings[label] = ledgerForgeries(dialect.textOf(summaries[0]), facts.requests);
-      expect(strictProviderCheck(name, dialect.forProvider(head)), label).toBeUndefined();
+      expect(await strictProviderCheck(name, dialect.forProvider(head)), label).toBeUndefined();
     };
     await stack().client.createSession({
       sessionId: id,

@@ -53,7 +53,7 @@ describe.each(DIALECT_NAMES.flatMap((d) => (['rotate', 'in_place'] as const).map
       expect(result.outcome, result.reason).toBe('compacted');
       const head = (await stack().client.transcript(result.sessionId)).messages;
       const view = (await stack().client.transcript(result.sessionId, { for: 'provider' })).messages;
-      expect(strictProviderCheck(name, view)).toBeUndefined();
+      expect(await strictProviderCheck(name, view)).toBeUndefined();
       const latest = appended[latestUserRequestIndex(dialect, appended)];
       expect(head.some((m) => jsonEqual(m, latest))).toBe(true);
       const left = new Map(ledger);
@@ -73,7 +73,7 @@ describe.each(DIALECT_NAMES.flatMap((d) => (['rotate', 'in_place'] as const).map
   });
 });
 
-it('the strict check this test relies on refuses a broken head in every dialect', () => {
+it('the strict check this test relies on refuses a broken head in every dialect', async () => {
   const broken: Record<string, Message[]> = {
     'openai-chat': [{ role: 'tool', tool_call_id: 'call_1', content: '42' }],
     'openai-responses': [{ type: 'function_call_output', call_id: 'call_1', output: '42' }],
@@ -83,8 +83,12 @@ it('the strict check this test relies on refuses a broken head in every dialect'
       { role: 'user', parts: [{ text: 'hi' }] },
       { role: 'user', parts: [{ functionResponse: { name: 'f', response: {} } }] },
     ],
+    'ai-sdk': [
+      { role: 'user', content: 'hi' },
+      { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'call_1', toolName: 'f', output: { type: 'text', value: '42' } }] },
+    ],
   };
-  for (const name of DIALECT_NAMES) expect(strictProviderCheck(name, broken[name]), name).toBeDefined();
+  for (const name of DIALECT_NAMES) expect(await strictProviderCheck(name, broken[name]), name).toBeDefined();
 });
 
 describe.each(['rotate', 'in_place'] as const)('numbers JavaScript cannot hold (%s)', (mode) => {

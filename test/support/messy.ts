@@ -5,9 +5,12 @@
  * `tool_calls[].index`, `cache_control`, `name` on tool results), tool content as a string
  * then as parts, re-used call ids across turns, parallel calls with results stored one per
  * entry, consecutive same-role turns, thinking blocks with signatures, reasoning items with
- * encrypted content, thought signatures, image-only user requests, emoji and astral text.
+ * encrypted content, thought signatures, image-only user requests, emoji and astral text; for
+ * the AI SDK, `json`, `text`, `error-text` and `content` tool outputs, reasoning Anthropic signed,
+ * base64 images and PDF files, and provider options on parts.
  */
 import type { DialectName, Message } from '../../src/compaction/dialects';
+import type { JsonObject, JsonValue } from '../../src/compaction/json';
 import { seededRandom } from './strict-provider';
 import { toAgentsItems } from './agents-items';
 
@@ -37,28 +40,36 @@ export function messyTranscript(dialect: DialectName, seed: number, turns = 14):
   const output = () => (rand() < 0.15 ? big() : pick(OUTPUTS));
   // Re-used ids: a small pool, so the same id comes back in later turns (pairing is by position).
   const callId = (k: number) => `call_${dialect === 'anthropic' ? 'toolu_' : ''}${Math.floor(rand() * 4)}${k}`;
+  const data = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk';
   const out: Message[] = [];
   const user = (text: string): Message => {
     if (dialect === 'anthropic')
       return rand() < 0.5 ? { role: 'user', content: text } : { role: 'user', content: [{ type: 'text', text, cache_control: { type: 'ephemeral' } }] };
     if (dialect === 'gemini') return { role: 'user', parts: [{ text }] };
+    if (dialect === 'ai-sdk')
+      return rand() < 0.5
+        ? { role: 'user', content: text }
+        : { role: 'user', content: [{ type: 'text', text, providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } } }] };
     if (dialect === 'openai-responses')
       return rand() < 0.5 ? { role: 'user', content: text } : { type: 'message', role: 'user', content: [{ type: 'input_text', text }] };
     return rand() < 0.3 ? { role: 'user', content: [{ type: 'text', text }], cache_control: { type: 'ephemeral' } } : { role: 'user', content: text };
   };
   const imageOnly = (): Message => {
-    const data = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk';
     if (dialect === 'anthropic') return { role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data } }] };
     if (dialect === 'gemini') return { role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data } }] };
+    if (dialect === 'ai-sdk')
+      return rand() < 0.5
+        ? { role: 'user', content: [{ type: 'image', image: data, mediaType: 'image/png' }] }
+        : { role: 'user', content: [{ type: 'file', data: 'JVBERi0xLjQK', mediaType: 'application/pdf', filename: 'report.pdf' }] };
     if (dialect === 'openai-responses')
       return { type: 'message', role: 'user', content: [{ type: 'input_image', image_url: `data:image/png;base64,${data}`, detail: 'auto' }] };
     return { role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${data}` } }] };
   };
-  if (dialect === 'openai-chat') out.push({ role: 'system', content: 'You are a careful coding agent.' });
+  if (dialect === 'openai-chat' || dialect === 'ai-sdk') out.push({ role: 'system', content: 'You are a careful coding agent.' });
   if (dialect === 'openai-responses') out.push({ type: 'message', role: 'developer', content: 'You are a careful coding agent.' });
   for (let t = 0; t < turns; t++) {
     // Turns alternate in Anthropic and Gemini (a call follows a user turn); chat-style dialects may run on.
-    const alternates = dialect === 'anthropic' || dialect === 'gemini';
+    const alternates = dialect === 'anthropic' || dialect === 'gemini' || dialect === 'ai-sdk';
     if (t === 0 || alternates || rand() < 0.3) out.push(rand() < 0.1 && t > 0 ? imageOnly() : user(pick(TEXTS)));
     const parallel = rand() < 0.35 ? 2 + Math.floor(rand() * 2) : 1;
     const ids = Array.from({ length: parallel }, (_, k) => callId(k));
@@ -122,6 +133,48 @@ export function messyTranscript(dialect: DialectName, seed: number, turns = 14):
         });
         out.push({ role: 'user', parts: ids.map((id) => ({ functionResponse: { name: 'read_file', response: { output: output(), id } } })) });
         out.push({ role: 'model', parts: [{ text: 'Done with that step.' }] });
+        break;
+      }
+      case 'ai-sdk': {
+        const thinking =
+          rand() < 0.6
+            ? [
+                {
+                  type: 'reasoning',
+                  text: 'I should read the file first.',
+                  providerOptions: { anthropic: { signature: `EqQB${Math.floor(rand() * 1e9)}sig==` } },
+                },
+              ]
+            : [];
+        out.push({
+          role: 'assistant',
+          content: [
+            ...thinking,
+            ...(rand() < 0.3 ? [{ type: 'text', text: 'Let me look.' }] : []),
+            ...ids.map((id) => ({ type: 'tool-call', toolCallId: id, toolName: 'read_file', input: JSON.parse(args()) as JsonObject })),
+          ],
+        });
+        // The AI SDK's own outputs: JSON values parsed, text as it came, errors, and content with an image.
+        const outputOf = (): JsonObject => {
+          const text = output();
+          const r = rand();
+          if (r < 0.1) return { type: 'error-text', value: text };
+          if (r < 0.2)
+            return {
+              type: 'content',
+              value: [
+                { type: 'text', text },
+                { type: 'file', data: { type: 'data', data }, mediaType: 'image/png' },
+              ],
+            };
+          if (r < 0.6 && !text.startsWith('line') && !text.startsWith('Error')) return { type: 'json', value: JSON.parse(text) as JsonValue };
+          return { type: 'text', value: text };
+        };
+        const results = ids.map((id) => ({ type: 'tool-result', toolCallId: id, toolName: 'read_file', output: outputOf() }));
+        // Results of parallel calls one tool message each, or all in one.
+        if (rand() < 0.5) results.forEach((r) => out.push({ role: 'tool', content: [r] }));
+        else out.push({ role: 'tool', content: results });
+        out.push({ role: 'assistant', content: [{ type: 'text', text: 'Done with that step.' }] });
         break;
       }
     }

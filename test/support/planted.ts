@@ -95,6 +95,27 @@ function toolTurn(dialect: DialectName, steps: Step[], thinking: boolean): Messa
           })),
         },
       ];
+    case 'ai-sdk':
+      return [
+        {
+          role: 'assistant',
+          content: [
+            ...(thinking
+              ? [{ type: 'reasoning', text: 'Look at the file, then run the tests.', providerOptions: { anthropic: { signature: `EqQB${steps[0].id}sig==` } } }]
+              : []),
+            ...steps.map((s) => ({ type: 'tool-call', toolCallId: s.id, toolName: toolName(dialect, s.kind), input: s.args as JsonObject })),
+          ],
+        },
+        {
+          role: 'tool',
+          content: steps.map((s) => ({
+            type: 'tool-result',
+            toolCallId: s.id,
+            toolName: toolName(dialect, s.kind),
+            output: { type: s.isError ? 'error-text' : 'text', value: s.output },
+          })),
+        },
+      ];
     default:
       return [
         { type: 'reasoning', summary: [], encrypted_content: `gAAAA${steps[0].id}opaque` },
@@ -107,6 +128,7 @@ function toolTurn(dialect: DialectName, steps: Step[], thinking: boolean): Messa
 function assistantText(dialect: DialectName, text: string): Message {
   if (dialect === 'anthropic') return { role: 'assistant', content: [{ type: 'text', text }] };
   if (dialect === 'gemini') return { role: 'model', parts: [{ text }] };
+  if (dialect === 'ai-sdk') return { role: 'assistant', content: [{ type: 'text', text }] };
   if (dialect === 'openai-responses' || dialect === 'openai-agents')
     return { type: 'message', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] };
   return { role: 'assistant', content: text, refusal: null, annotations: [] };
@@ -139,7 +161,7 @@ export function plantedSession(
   const lines = options.outputLines ?? 60;
   const facts: PlantedFacts = { requests: [], paths: [], identifiers: [], corrections: [] };
   const messages: Message[] = [];
-  if (dialect === 'openai-chat') messages.push({ role: 'system', content: 'You are a careful coding agent.' });
+  if (dialect === 'openai-chat' || dialect === 'ai-sdk') messages.push({ role: 'system', content: 'You are a careful coding agent.' });
   if (dialect === 'openai-responses') messages.push({ type: 'message', role: 'developer', content: 'You are a careful coding agent.' });
   let pendingConstraint: { port: number; text: string } | undefined;
   for (let t = 0; t < turns; t++) {
@@ -173,7 +195,7 @@ export function plantedSession(
         id: `call_s${seed}_${t}`,
         args: { command: `pytest ${path} -q` },
         output: failing ? `FAILED ${path}::test_${t} - AssertionError\n${'trace line\n'.repeat(lines)}Exit code: 1` : `${lines} passed\nExit code: 0`,
-        isError: failing && dialect === 'anthropic',
+        isError: failing && (dialect === 'anthropic' || dialect === 'ai-sdk'),
       },
     ];
     const extra = options.extraShell?.(t);

@@ -203,9 +203,9 @@ describe.each(DIALECT_NAMES)('the ledger (%s)', (name) => {
     expect(renderLedger(once.ledger)).toMatch(/Folded into counts/);
   });
 
-  it('masks old tool outputs only: pairing kept, strict provider accepts it, tail and the latest request untouched', () => {
+  it('masks old tool outputs only: pairing kept, strict provider accepts it, tail and the latest request untouched', async () => {
     const { messages } = plantedSession(name, 11, 10, { outputLines: 80, thinking: false });
-    expect(strictProviderCheck(name, dialect.forProvider(messages))).toBeUndefined();
+    expect(await strictProviderCheck(name, dialect.forProvider(messages))).toBeUndefined();
     const plan = planCompaction(messages, { ...PLAN, dialect });
     const tokens = messages.map((m) => estimateTokens(m, dialect));
     const total = tokens.reduce((a, b) => a + b, 0);
@@ -213,7 +213,7 @@ describe.each(DIALECT_NAMES)('the ledger (%s)', (name) => {
     expect(masked).toBeDefined();
     const after = masked!.entries.map((e) => e.message);
     expect(after).toHaveLength(messages.length);
-    expect(strictProviderCheck(name, dialect.forProvider(after))).toBeUndefined();
+    expect(await strictProviderCheck(name, dialect.forProvider(after))).toBeUndefined();
     expect(masked!.tokensAfter).toBeLessThanOrEqual(Math.floor(total * 0.5));
     for (const i of masked!.masked) {
       expect(plan.middle).toContain(i);
@@ -238,7 +238,7 @@ describe.each(DIALECT_NAMES)('the ledger (%s)', (name) => {
     expect(ledger.commands.some((c) => c.outcome.startsWith('exit'))).toBe(true);
   });
 
-  it('masks messy transcripts without breaking them', () => {
+  it('masks messy transcripts without breaking them', async () => {
     let reached = 0;
     for (let seed = 1; seed <= 20; seed++) {
       const messages = messyTranscript(name, seed, 12);
@@ -249,7 +249,7 @@ describe.each(DIALECT_NAMES)('the ledger (%s)', (name) => {
       if (masked) reached++;
       const after = masked ? masked.entries.map((e) => e.message) : messages;
       // Messy transcripts need not be valid requests themselves (thinking the check never issued, re-used ids): masking changes no verdict.
-      expect(strictProviderCheck(name, dialect.forProvider(after)), `seed ${seed}`).toBe(strictProviderCheck(name, dialect.forProvider(messages)));
+      expect(await strictProviderCheck(name, dialect.forProvider(after)), `seed ${seed}`).toBe(await strictProviderCheck(name, dialect.forProvider(messages)));
       const everything = maskOldOutputs(messages, appended(messages), plan, dialect, tokens, (m) => estimateTokens(m, dialect), 0);
       expect(everything).toBeUndefined(); // zero is out of reach: the rung never claims it
     }

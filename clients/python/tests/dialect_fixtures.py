@@ -115,10 +115,36 @@ GEMINI: list[dict[str, Any]] = [
     {"role": "model", "parts": [{"text": "It's 21 °C and clear ☀️."}], "x_usage": {"tokens": 12}},
 ]
 
+AI_SDK: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a careful agent."},
+    {"role": "user", "content": [{"type": "text", "text": "What's in this image? 🖼️", "providerOptions": {"anthropic": {"cacheControl": {"type": "ephemeral"}}}}, {"type": "image", "image": "iVBORw0KGgo=", "mediaType": "image/png"}]},
+    {"role": "assistant", "content": [
+        {"type": "reasoning", "text": "Look first.", "providerOptions": {"anthropic": {"signature": "EqQBsig=="}}},
+        {"type": "text", "text": "Let me check."},
+        {"type": "tool-call", "toolCallId": "call_1", "toolName": "get_weather", "input": {"city": "Paris", "days": 3, "ratio": 0.25}},
+        {"type": "tool-call", "toolCallId": "call_2", "toolName": "lookup", "input": {}},
+        {"type": "tool-approval-request", "approvalId": "ap_1", "toolCallId": "call_2"},
+    ]},
+    {"role": "tool", "content": [{"type": "tool-approval-response", "approvalId": "ap_1", "approved": True, "reason": "fine"}]},
+    {"role": "tool", "content": [
+        {"type": "tool-result", "toolCallId": "call_1", "toolName": "get_weather", "output": {"type": "json", "value": {"temp": 21.0, "sky": "clear", "list": [1, 2.5, None]}}},
+        {"type": "tool-result", "toolCallId": "call_2", "toolName": "lookup", "output": {"type": "error-text", "value": "not found"}},
+    ]},
+    {"role": "tool", "content": [
+        {"type": "tool-result", "toolCallId": "call_3", "toolName": "f", "output": {"type": "content", "value": [{"type": "text", "text": "Page 1"}, {"type": "file", "data": {"type": "data", "data": "iVBO"}, "mediaType": "image/png"}]}},
+        {"type": "tool-result", "toolCallId": "call_4", "toolName": "f", "output": {"type": "execution-denied", "reason": "no"}},
+        {"type": "tool-result", "toolCallId": "call_5", "toolName": "f", "output": {"type": "error-json", "value": None}},
+        {"type": "tool-result", "toolCallId": "call_6", "toolName": "f", "output": {"type": "text", "value": "42"}},
+    ]},
+    {"role": "user", "content": [{"type": "file", "data": {"type": "text", "text": "inline doc"}, "mediaType": "text/plain"}, {"type": "file", "data": "JVBERi0=", "mediaType": "application/pdf", "filename": "r.pdf"}]},
+    {"role": "assistant", "content": "It's 21 °C and clear ☀️.", "providerOptions": {"openai": {"x": 1}}},
+]
+
 BY_DIALECT: dict[str, list[dict[str, Any]]] = {
     "openai-chat": OPENAI_CHAT,
     "anthropic": ANTHROPIC,
     "openai-responses": OPENAI_RESPONSES,
     "openai-agents": OPENAI_AGENTS,
     "gemini": GEMINI,
+    "ai-sdk": AI_SDK,
 }

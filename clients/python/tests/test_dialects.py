@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from session_compaction import InvalidInputError, LineageClosedError, SessionConflictError
+from session_compaction.dialects import DIALECTS
 
 from .conftest import SUMMARY_PREFIX, json_equal, unique_id
 from .dialect_fixtures import BY_DIALECT
@@ -63,7 +64,7 @@ async def test_create_in_a_dialect(client):
     assert (await client.transcript(sid)) == {"sessionId": sid, "dialect": "anthropic", "messages": [], "seqs": []}
     with pytest.raises(InvalidInputError) as bad:
         await client.create_session(unique_id("py-dialect"), dialect="klingon")  # type: ignore[arg-type]
-    assert (bad.value.field, bad.value.detail) == ("dialect", "must be one of openai-chat, openai-responses, openai-agents, anthropic, gemini")
+    assert (bad.value.field, bad.value.detail) == ("dialect", f"must be one of {', '.join(DIALECTS)}")
 
 
 async def test_a_closed_lineage_is_not_created_again(client):

@@ -21,13 +21,19 @@
  * packages and checks what they send with the strict fakes):
  * - system messages only at the start (Anthropic and Gemini take them as the instructions);
  * - the first message after them is the user's (Anthropic, Gemini);
- * - an assistant message's tool calls are answered, each once, by the run of tool messages
- *   right after it (the AI SDK merges that run into one message), and a result answers a call
- *   of the assistant message its run follows; calls of the final messages are open;
- * - a provider-executed tool's result follows its call in the same assistant message;
+ * - every user and assistant message sends some content (the AI SDK drops empty text parts;
+ *   Anthropic and Gemini refuse an empty message);
+ * - a message with tool calls comes right after a user message or tool results (Gemini, GM-1);
+ *   its calls are answered, each once, by the run of tool messages right after it (the AI SDK
+ *   merges that run into one message), and a result answers a call of the assistant message
+ *   its run follows; calls of the final messages are open (the agent adds their results
+ *   before it sends the head: the AI SDK itself refuses to send a call without its result);
+ * - a tool call id is used once in the head (OpenAI and Anthropic refuse it twice);
+ * - no provider-executed tool call or result: only the provider that ran it takes it back;
+ * - file parts are images or PDF (the media every provider takes), not inline text;
  * - reasoning that Anthropic signed (`providerOptions.anthropic.signature` or
- *   `redactedData`: a thinking block) comes first in its assistant turn, as the anthropic
- *   dialect checks (consecutive assistant messages are one turn for Anthropic).
+ *   `redactedData`: a thinking block) comes first in its assistant turn and does not end it,
+ *   as the anthropic dialect checks (consecutive assistant messages are one turn for Anthropic).
  * The summary is a user message first after the system messages, with an acknowledgement
  * when a user message follows (keepsOpeningGroups false: Anthropic and Gemini want the first
  * turn to be the user's). With Anthropic thinking on, a compaction inside an open tool loop
@@ -76,8 +82,8 @@ const isSignedThinking = (p: Part) => {
   const options = p.type === 'reasoning' ? anthropicOptions(p) : undefined;
   return options !== undefined && (typeof options.signature === 'string' || typeof options.redactedData === 'string');
 };
-/** What a part sends: an empty text part (without provider options) and approval requests are dropped by the AI SDK's converter. */
-const sends = (p: Part) => !(p.type === 'text' && p.text === '' && p.providerOptions === undefined) && p.type !== 'tool-approval-request';
+/** What a part sends: an empty text part and approval requests are dropped (by the AI SDK's converter or the providers'). */
+const sends = (p: Part) => !(p.type === 'text' && p.text === '') && p.type !== 'tool-approval-request';
 
 const textOf = (m: Message): string =>
   partsOf(m)
@@ -359,6 +365,10 @@ function texts(m: Message): string[] {
 
 const apiPath = (field: string) => field.replace(/\[(\d+)\]/g, '.$1');
 
+/** The media types every provider the AI SDK reaches takes in a file part: images and PDF. */
+const sendableMedia = (mediaType: JsonValue | undefined) =>
+  typeof mediaType === 'string' && (/^image(\/|$)/.test(mediaType) || mediaType === 'application/pdf');
+
 function providerCheck(messages: readonly Message[]): string | undefined {
   if (messages.length === 0) return undefined;
   for (let i = 0; i < messages.length; i++) {
@@ -374,6 +384,7 @@ function providerCheck(messages: readonly Message[]): string | undefined {
   if (messages[first].role !== 'user')
     return `messages.${first}: the first message after the system messages must be the user's (Anthropic and Gemini refuse another first turn)`;
 
+  const seen = new Map<string, number>(); // every tool call id of the head: OpenAI and Anthropic refuse one used twice
   let callsOfRun: Map<string, number> | undefined; // the client calls the current run of tool messages answers
   let answered = new Set<string>();
   let caller = -1;
@@ -402,48 +413,55 @@ function providerCheck(messages: readonly Message[]): string | undefined {
     if (missing) return missing;
     callsOfRun = undefined;
     answered = new Set();
-    if (m.role !== 'assistant') continue;
-    if (m.role === 'assistant' && parts.filter(sends).length === 0 && i < messages.length - 1)
-      return `messages.${i}: an assistant message sends no content (only empty text or approval requests); Anthropic refuses empty content`;
-    const client = new Map<string, number>();
-    const provider = new Set<string>();
-    const providerAnswered = new Set<string>();
+    if (m.role === 'system') continue;
+    if (parts.filter(sends).length === 0)
+      return `messages.${i}: the message sends no content (only empty text or approval requests); Anthropic and Gemini refuse a message without content`;
     for (let j = 0; j < parts.length; j++) {
       const p = parts[j];
-      const id = String(p.toolCallId ?? '');
-      if (isClientCall(p) || isProviderCall(p)) {
-        if (client.has(id) || provider.has(id)) return `messages.${i}.content.${j}: tool call id ${id} appears twice in one message`;
-        if (isClientCall(p)) client.set(id, j);
-        else provider.add(id);
-      } else if (p.type === 'tool-result') {
-        if (!provider.has(id) || providerAnswered.has(id))
-          return `messages.${i}.content.${j}: tool-result ${id} in an assistant message answers no provider-executed tool-call before it in that message`;
-        providerAnswered.add(id);
-      }
+      if (p.type === 'file' && (!sendableMedia(p.mediaType) || (isJsonObject(p.data) && p.data.type === 'text')))
+        return `messages.${i}.content.${j}: a file of media type ${String(p.mediaType)}${isJsonObject(p.data) && p.data.type === 'text' ? ' given as text' : ''} is not taken by every provider the AI SDK reaches (images and PDF are)`;
+    }
+    if (m.role !== 'assistant') continue;
+    const client = new Map<string, number>();
+    for (let j = 0; j < parts.length; j++) {
+      const p = parts[j];
+      if (isProviderCall(p) || p.type === 'tool-result')
+        return `messages.${i}.content.${j}: a provider-executed tool ${p.type === 'tool-result' ? 'result' : 'call'} is sent back only to the provider that ran it (OpenAI by item reference, Anthropic as its server tool block); another provider refuses it`;
+      if (!isClientCall(p)) continue;
+      const id = String(p.toolCallId);
+      if (seen.has(id))
+        return `messages.${i}.content.${j}: tool call id ${id} is used twice (first in message ${seen.get(id)}); OpenAI and Anthropic refuse a request with an id twice`;
+      seen.set(id, i);
+      client.set(id, j);
     }
     if (client.size > 0) {
+      const before = messages[i - 1]?.role;
+      if (before !== 'user' && before !== 'tool')
+        return `messages.${i}: a message with tool calls must come right after a user message or tool results (Gemini: function call turn comes immediately after a user turn or after a function response turn)`;
       callsOfRun = client;
       caller = i;
     }
   }
-  // Calls of the final assistant message (and a partial run of results after it) are open: the agent is adding the rest.
+  // Calls of the final assistant message (and a partial run of results after it) are open: the
+  // agent adds the rest of the results before it sends the head (the AI SDK refuses to send it so).
 
-  // Anthropic's thinking (AN-7 as far as order goes): signed reasoning comes first in its assistant turn.
+  // Anthropic's thinking (AN-7 as far as order goes): signed reasoning comes first in its
+  // assistant turn, and a turn does not end with it (consecutive assistant messages are one turn).
   for (let i = 0; i < messages.length; i++) {
     if (messages[i].role !== 'assistant' || messages[i - 1]?.role === 'assistant') continue;
     let end = i;
     while (messages[end + 1]?.role === 'assistant') end++;
-    const turn = messages.slice(i, end + 1).flatMap((m, k) =>
-      partsOf(m)
-        .filter(sends)
-        .map((p, j) => ({ p, at: i + k, j })),
-    );
+    const turn = messages.slice(i, end + 1).flatMap((m, k) => partsOf(m).flatMap((p, j) => (sends(p) ? [{ p, at: i + k, j }] : [])));
+    if (!turn.some(({ p }) => isSignedThinking(p))) continue;
     const firstOther = turn.findIndex(({ p }) => !isSignedThinking(p));
     const misplaced = firstOther < 0 ? undefined : turn.slice(firstOther).find(({ p }) => isSignedThinking(p));
     if (misplaced) {
       const other = turn[firstOther];
       return `messages.${misplaced.at}.content.${misplaced.j}: reasoning Anthropic signed (a thinking block) must come first in its assistant turn, before messages.${other.at}.content.${other.j} (a ${String(other.p.type)} part); thinking blocks are never moved, merged or edited`;
     }
+    const last = turn[turn.length - 1];
+    if (isSignedThinking(last.p))
+      return `messages.${last.at}.content.${last.j}: an assistant turn cannot end with reasoning Anthropic signed (a thinking block)`;
   }
   return undefined;
 }
