@@ -24,7 +24,8 @@
  *
  * It serves two callers:
  * - the service's summariser (its `system` starts "You compact the transcript", or it asks
- *   for `summariserModel`): answered with a text block holding a summary;
+ *   for `summariserModel`), or a request whose last user message asks for text only (Claude
+ *   Code's compaction): answered with a text block holding a summary;
  * - a scripted agent (model `agent-model`, or any model starting with it, each with its own
  *   script): answered from a seeded script with, when the request has thinking on, a thinking
  *   block with a signature (always at the start of a tool loop, on half the later replies of
@@ -358,6 +359,20 @@ const USAGE = {
   speed: null,
 };
 
+/**
+ * Claude Code's compaction asks the agent's own model for a summary, with the tools still
+ * offered, in a last user message that says to answer with text only: answered as the
+ * summariser is (a text block), as a model following that instruction would.
+ */
+export const TEXT_ONLY_REQUEST = 'Respond with TEXT ONLY';
+
+function asksForTextOnly(messages: unknown): boolean {
+  const last = Array.isArray(messages) ? (messages.at(-1) as { role?: unknown; content?: unknown } | undefined) : undefined;
+  if (last?.role !== 'user') return false;
+  const texts = typeof last.content === 'string' ? [last.content] : Array.isArray(last.content) ? (last.content as Block[]).map((b) => b.text) : [];
+  return texts.some((text) => typeof text === 'string' && text.includes(TEXT_ONLY_REQUEST));
+}
+
 /** A client tool a request offers (`tools`): server tools (with a `type` other than `custom`) and deferred ones are not called by the script. */
 interface OfferedTool {
   name: string;
@@ -425,7 +440,7 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
     const model = String(body?.model);
     const summariser =
       (options.summariserModel !== undefined && model === options.summariserModel) || !!systemText(body?.system)?.startsWith(SUMMARISER_PREFIX);
-    const caller: Caller = summariser ? 'summariser' : model.startsWith(agentModel) ? 'agent' : 'other';
+    const caller: Caller = summariser || asksForTextOnly(body?.messages) ? 'summariser' : model.startsWith(agentModel) ? 'agent' : 'other';
     const refusal = validateAnthropicRequest(body, memory);
     const record = recordOf(
       { caller, model, path: req.path, stream: body?.stream === true, items: Array.isArray(body?.messages) ? body.messages.length : 0, body },
