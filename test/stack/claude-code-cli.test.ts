@@ -13,7 +13,7 @@ import path from 'node:path';
 import { query, type SDKMessage } from '@anthropic-ai/claude-agent-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LineageSessionStore } from '../../src/adapters/claude-agent-sdk';
-import { startStrictAnthropic, type StrictAnthropicProvider } from '../support/strict-anthropic';
+import { startStrictAnthropic, type StrictAnthropicProvider, validateAnthropicRequest } from '../support/strict-anthropic';
 import { uniqueId, useTestStack } from '../support/stack';
 
 const stack = useTestStack();
@@ -105,5 +105,23 @@ describe.skipIf(!present)('the real Claude Code CLI, its transcript in a lineage
     console.log(
       `claude-code-cli: turns ${turns}, compactions ${compactions}, requests ${fake.requests.length}, rejected ${fake.rejections.length}, forks ${audit.forks}`,
     );
+  });
+});
+
+describe('the strict Anthropic fake and what Claude Code sends', () => {
+  const request = (messages: unknown[]) => ({ model: 'agent-model', max_tokens: 100, messages });
+  const user = { role: 'user', content: 'Find the modules' };
+  const call = { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'Glob', input: { pattern: '*' } }] };
+  const result = { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'a.ts' }] };
+  const system = { role: 'system', content: '# Environment' };
+
+  it('takes a mid-conversation system message (text), and still refuses one first, empty, not text, or inside a tool call', () => {
+    expect(validateAnthropicRequest(request([user, system, call, result]))).toBeNull();
+    expect(validateAnthropicRequest(request([user, { role: 'system', content: [{ type: 'text', text: 'note' }] }]))).toBeNull();
+    expect(validateAnthropicRequest(request([system, user]))?.rule).toBe('AN-5');
+    expect(validateAnthropicRequest(request([user, { role: 'system', content: '' }]))?.rule).toBe('AN-4');
+    expect(validateAnthropicRequest(request([user, { role: 'system', content: [{ type: 'image', source: {} }] }]))?.rule).toBe('shape');
+    expect(validateAnthropicRequest(request([user, call, system, result]))?.rule).toBe('AN-2');
+    expect(validateAnthropicRequest(request([user, { role: 'developer', content: 'x' }]))?.rule).toBe('shape');
   });
 });
