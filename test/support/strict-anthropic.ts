@@ -24,7 +24,8 @@
  *
  * It serves two callers:
  * - the service's summariser (its `system` starts "You compact the transcript", or it asks
- *   for `summariserModel`): answered with a text block holding a summary;
+ *   for `summariserModel`), or a request whose last user message asks for text only (Claude
+ *   Code's compaction): answered with a text block holding a summary;
  * - a scripted agent (model `agent-model`, or any model starting with it, each with its own
  *   script): answered from a seeded script with, when the request has thinking on, a thinking
  *   block with a signature (always at the start of a tool loop, on half the later replies of
@@ -93,6 +94,36 @@ export const thinkingModified = (n: number, m: number) =>
   `messages.${n}.content.${m}: \`thinking\` or \`redacted_thinking\` blocks in the latest assistant message cannot be modified. These blocks must remain as they were in the original response.`;
 
 type Block = Record<string, unknown> & { type?: unknown };
+
+/**
+ * A `system` message in `messages` (the API's mid-conversation system messages,
+ * `SystemMessageParam`: `content` a string or text blocks). Refused where it is not text, is
+ * empty, comes first (the first message is a user's), or sits between an assistant message's
+ * `tool_use` blocks and the results that must follow them at once.
+ */
+function checkSystemMessage(content: unknown, n: number, previous: { role: string; blocks: Placed[] } | undefined): AnthropicRefusal | null {
+  if (typeof content !== 'string' && !Array.isArray(content))
+    return refuse('shape', `messages.${n}.content is missing`, `messages.${n}.content: Field required`);
+  if (content.length === 0) return refuse('AN-4', `messages.${n} has empty content`, emptyContent(n));
+  if (Array.isArray(content)) {
+    for (let m = 0; m < content.length; m++) {
+      const block = content[m] as Block | null;
+      if (block?.type !== 'text') {
+        return refuse('shape', `messages.${n}.content.${m} is not a text block in a system message`, `messages.${n}.content.${m}.type: Input should be 'text'`);
+      }
+      if (typeof block.text !== 'string' || block.text.length === 0) {
+        return refuse('AN-4', `messages.${n}.content.${m} is an empty text block`, 'messages: text content blocks must be non-empty');
+      }
+    }
+  }
+  if (!previous) return refuse('AN-5', 'the first message is a system message', FIRST_MESSAGE_USER);
+  const calls = previous.role === 'assistant' ? previous.blocks.filter((p) => p.block.type === 'tool_use') : [];
+  if (calls.length > 0) {
+    const ids = calls.map((p) => p.block.id as string);
+    return refuse('AN-2', `a system message comes between tool_use ${ids.join(', ')} and its results`, toolUseWithoutResult(calls[0].n, ids));
+  }
+  return null;
+}
 /** A content block with where it was sent: message `n`, block `m`. */
 interface Placed {
   block: Block;
@@ -130,8 +161,15 @@ export function validateAnthropicRequest(body: unknown, memory: AnthropicMemory 
   for (let n = 0; n < messages.length; n++) {
     const message = messages[n] as { role?: unknown; content?: unknown } | null;
     if (!message || typeof message !== 'object') return refuse('shape', `messages.${n} is not an object`, `messages.${n}: Input should be a valid dictionary`);
+    if (message.role === 'system') {
+      // A mid-conversation system message (SystemMessageParam): text only, never first, never
+      // between a tool_use and its results; it is no part of the user/assistant turns.
+      const refusal = checkSystemMessage(message.content, n, placed.at(-1));
+      if (refusal) return refusal;
+      continue;
+    }
     if (message.role !== 'user' && message.role !== 'assistant') {
-      return refuse('shape', `messages.${n} has role ${String(message.role)}`, `messages.${n}.role: Input should be 'user' or 'assistant'`);
+      return refuse('shape', `messages.${n} has role ${String(message.role)}`, `messages.${n}.role: Input should be 'user', 'assistant' or 'system'`);
     }
     const content = message.content;
     if (typeof content !== 'string' && !Array.isArray(content))
@@ -175,7 +213,7 @@ export function validateAnthropicRequest(body: unknown, memory: AnthropicMemory 
   }
 
   // AN-5: a user first; consecutive messages of one role are one turn.
-  if (placed[0].role !== 'user') return refuse('AN-5', 'the first message is not a user message', FIRST_MESSAGE_USER);
+  if (placed.length === 0 || placed[0].role !== 'user') return refuse('AN-5', 'the first message is not a user message', FIRST_MESSAGE_USER);
   const turns: Turn[] = [];
   placed.forEach((message, n) => {
     const last = turns.at(-1);
@@ -321,7 +359,21 @@ const USAGE = {
   speed: null,
 };
 
-/** A client tool a request offers (`tools`): server tools (with a `type` other than `custom`) are not called by the script. */
+/**
+ * Claude Code's compaction asks the agent's own model for a summary, with the tools still
+ * offered, in a last user message that says to answer with text only: answered as the
+ * summariser is (a text block), as a model following that instruction would.
+ */
+export const TEXT_ONLY_REQUEST = 'Respond with TEXT ONLY';
+
+function asksForTextOnly(messages: unknown): boolean {
+  const last = Array.isArray(messages) ? (messages.at(-1) as { role?: unknown; content?: unknown } | undefined) : undefined;
+  if (last?.role !== 'user') return false;
+  const texts = typeof last.content === 'string' ? [last.content] : Array.isArray(last.content) ? (last.content as Block[]).map((b) => b.text) : [];
+  return texts.some((text) => typeof text === 'string' && text.includes(TEXT_ONLY_REQUEST));
+}
+
+/** A client tool a request offers (`tools`): server tools (with a `type` other than `custom`) and deferred ones are not called by the script. */
 interface OfferedTool {
   name: string;
   input_schema?: { properties?: Record<string, { type?: unknown } | undefined>; required?: unknown };
@@ -330,7 +382,9 @@ interface OfferedTool {
 function offeredTools(tools: unknown): OfferedTool[] {
   if (!Array.isArray(tools)) return [];
   return (tools as (Record<string, unknown> | null)[]).filter(
-    (t): t is Record<string, unknown> & OfferedTool => !!t && typeof t.name === 'string' && (t.type === undefined || t.type === 'custom'),
+    // A tool with `defer_loading` is not in the model's context until a tool search finds it: never called.
+    (t): t is Record<string, unknown> & OfferedTool =>
+      !!t && typeof t.name === 'string' && (t.type === undefined || t.type === 'custom') && t.defer_loading !== true,
   );
 }
 
@@ -386,7 +440,7 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
     const model = String(body?.model);
     const summariser =
       (options.summariserModel !== undefined && model === options.summariserModel) || !!systemText(body?.system)?.startsWith(SUMMARISER_PREFIX);
-    const caller: Caller = summariser ? 'summariser' : model.startsWith(agentModel) ? 'agent' : 'other';
+    const caller: Caller = summariser || asksForTextOnly(body?.messages) ? 'summariser' : model.startsWith(agentModel) ? 'agent' : 'other';
     const refusal = validateAnthropicRequest(body, memory);
     const record = recordOf(
       { caller, model, path: req.path, stream: body?.stream === true, items: Array.isArray(body?.messages) ? body.messages.length : 0, body },
