@@ -364,7 +364,7 @@ const USAGE = {
  * offered, in a last user message that says to answer with text only: answered as the
  * summariser is (a text block), as a model following that instruction would.
  */
-export const TEXT_ONLY_REQUEST = 'Respond with TEXT ONLY';
+const TEXT_ONLY_REQUEST = 'Respond with TEXT ONLY';
 
 function asksForTextOnly(messages: unknown): boolean {
   const last = Array.isArray(messages) ? (messages.at(-1) as { role?: unknown; content?: unknown } | undefined) : undefined;
