@@ -48,8 +48,8 @@ export interface CommitInput {
    */
   verify?: (carried: Array<{ message: Message; tokens: number }>) => GateReport;
   stats: { tokensBefore: number; messagesBefore: number; promptTokens?: number; completionTokens?: number; cachedPromptTokens?: number };
-  /** How the head was shrunk: a summary, or the masking rung. */
-  rung?: 'summary' | 'masking';
+  /** How the head was shrunk: a summary, the masking rung, or the trim rung. */
+  rung?: 'summary' | 'masking' | 'trim';
   /** A note for the audit row's reason (what the rung did). */
   note?: string;
   /** The new head's ledger: stored on the lineage (the next compaction merges it) and in the audit row. */

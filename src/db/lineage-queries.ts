@@ -142,8 +142,8 @@ export interface CompactionView {
   summarisedToSeq?: number | null;
   gate?: string | null;
   gateResults?: Record<string, unknown> | null;
-  /** How a committed compaction shrank the head: 'summary' or 'masking'. */
-  rung?: 'summary' | 'masking' | null;
+  /** How a committed compaction shrank the head: 'summary', 'masking' or 'trim'. */
+  rung?: 'summary' | 'masking' | 'trim' | null;
   /** The ledger it committed (src/compaction/ledger.ts). */
   ledger?: unknown;
   [column: string]: unknown;
