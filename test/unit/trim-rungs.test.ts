@@ -4,8 +4,11 @@
  * over the context window) is gated when no later rung answers, and a summariser that refuses
  * its input as too long is a pass, not a failure.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
+import { createLlmSummariser } from '../../src/activities/summariser';
 import type { Message } from '../../src/compaction/dialects';
 import { DEFAULT_PLAN_OPTIONS } from '../../src/compaction/plan';
 import type { Proposal } from '../../src/compaction/proposal';
@@ -16,6 +19,7 @@ import { inputTooLarge } from '../../src/activities/compaction/summarise';
 import { takeSnapshot } from '../../src/activities/compaction/snapshot';
 import type { StartedJob } from '../../src/db/jobs';
 import type { LineageInfo } from '../../src/db/lineage-state';
+import type { LlmConfig } from '../../src/config';
 import { conversation } from '../support/conversation';
 
 const lineage: LineageInfo = {
@@ -80,6 +84,31 @@ describe('the trim rung in the ladder', () => {
     const auth = ApplicationFailure.create({ message: 'auth (HTTP 401)', details: [{ kind: 'auth', status: 401, code: 'invalid_api_key' }] });
     expect(inputTooLarge(auth)).toBeUndefined();
     expect(inputTooLarge(new Error('context_length_exceeded'))).toBeUndefined();
+  });
+
+  it.each([
+    ['chat', { error: { message: "This model's maximum context length is 8192 tokens.", type: 'invalid_request_error', code: 'context_length_exceeded' } }],
+    ['anthropic', { type: 'error', error: { type: 'invalid_request_error', message: 'prompt is too long: 250000 tokens > 200000 maximum' } }],
+  ] as const)('reads the %s API refusing a prompt as too long, through its SDK, as its input being too large', async (api, body) => {
+    const server = createServer((_req, res) => {
+      res.writeHead(400, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const baseURL = api === 'chat' ? `http://127.0.0.1:${port}/v1` : `http://127.0.0.1:${port}`;
+      const config: LlmConfig = { api, apiKey: 'test', baseURL, model: 'm', stream: false };
+      const request = { lines: ['user: hi'], force: false, chunk: { index: 1, count: 1 }, cut: false };
+      const error = await createLlmSummariser(config, { stallTimeoutMs: 10_000, requestTimeoutMs: 10_000 })
+        .summarise(request, { signal: new AbortController().signal, onProgress: () => undefined })
+        .catch((e: unknown) => e);
+      expect(inputTooLarge(error)).toMatch(/^bad request \(HTTP 400, (context_length_exceeded|prompt_too_long)\)/);
+      // The provider's own text is read, never kept.
+      expect((error as Error).message).not.toMatch(/250000|8192/);
+    } finally {
+      server.close();
+    }
   });
 
   it('proposes a head under its target, and says why the rungs before it passed', async () => {

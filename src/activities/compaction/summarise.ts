@@ -15,8 +15,14 @@ import type { CompactSessionInput, CompactionActivityDeps } from './deps';
 import type { Heartbeat } from './heartbeat';
 import type { Snapshot } from './snapshot';
 
-/** Provider error codes that say a request held more than the model takes. */
-const INPUT_TOO_LARGE_CODES = new Set(['context_length_exceeded', 'context_window_exceeded', 'request_too_large', 'string_above_max_length']);
+/** Provider error codes that say a request held more than the model takes (`prompt_too_long`: Anthropic's, as the summariser classifies it). */
+const INPUT_TOO_LARGE_CODES = new Set([
+  'context_length_exceeded',
+  'context_window_exceeded',
+  'request_too_large',
+  'string_above_max_length',
+  'prompt_too_long',
+]);
 
 /**
  * The classified reason (never the provider's text) when a summariser failure says its input was
