@@ -27,7 +27,7 @@ export interface TrimOptions {
 }
 
 /** What a trim drops and keeps, as groups of the snapshot, before the head is built. */
-export interface TrimCut {
+interface TrimCut {
   /** Positions in the snapshot of the messages dropped, in order. */
   dropped: number[];
   /** Positions in the snapshot of the messages kept after the summary, in order. */

@@ -155,6 +155,46 @@ describe.each(DIALECT_NAMES)('the trim rung (%s)', (name) => {
     for (const text of ledgered) expect(facts.requests).toContain(text);
   });
 
+  it('trims a head a trim wrote: the previous summary replaced, its ledger carried, every gate passing', () => {
+    const dialect = dialectOf(name);
+    const { messages } = plantedSession(name, 11, 12, { outputLines: 20, thinking: false });
+    // The first half ends with a whole turn: the session goes on with a request.
+    const half = messages.findIndex((m, i) => i >= messages.length / 2 && dialect.isRealUserRequest(m));
+    const first = trim(name, messages.slice(0, half), Math.floor(messages.slice(0, half).reduce((n, m) => n + estimateTokens(m, dialect), 0) / 2));
+    expect(first.proposal).toBeDefined();
+    // The next head: what the first trim wrote, then the rest of the session; rows a compaction wrote have no sequence number.
+    const next = [...first.proposal!.candidate.map((e) => e.message), ...messages.slice(half)];
+    const seqs = [...first.proposal!.candidate.map((e) => (e.from === undefined ? null : e.from + 1)), ...messages.slice(half).map((_, i) => half + i + 1)];
+    const tokens = next.map((m) => estimateTokens(m, dialect));
+    const total = tokens.reduce((a, b) => a + b, 0);
+    const plan = planCompaction(next, { ...DEFAULT_PLAN_OPTIONS, tailTokenBudget: 300, dialect }, tokens);
+    expect(plan.previousSummary).toContain('oldest message(s) were dropped');
+    const target = Math.floor(total / 2);
+    const second = trimProposal(next, seqs, plan, dialect, tokens, (m) => estimateTokens(m, dialect), first.proposal!.ledger, {
+      ...OPTIONS,
+      targetTokens: target,
+    });
+    expect(second).toBeDefined();
+    const after = second!.candidate.map((e) => e.message);
+    const tokensAfter = second!.candidate.reduce((sum, e) => sum + (e.from === undefined ? estimateTokens(e.message, dialect) : tokens[e.from]), 0);
+    expect(tokensAfter).toBeLessThanOrEqual(target);
+    const gates = runGates({
+      before: next,
+      after,
+      tokensBefore: total,
+      tokensAfter,
+      targetTokens: target,
+      summaryIndices: second!.summaryIndices,
+      facts: second!.demand,
+      dialect,
+    });
+    expect(gates.failed).toBeUndefined();
+    // One summary only: the previous one is replaced, and the requests its ledger listed are still listed.
+    expect(after.filter((m) => dialect.isSummary(m) && dialect.textOf(m).includes(LEDGER_HEADING))).toHaveLength(1);
+    for (const r of first.proposal!.ledger.requests) expect(second!.ledger.requests.map((q) => q.text)).toContain(r.text);
+    expect(strictProviderCheck(name, dialect.forProvider(after))).toBeUndefined();
+  });
+
   it('without a target drops what the plan would summarise; an unreachable target proposes nothing', () => {
     const { messages } = plantedSession(name, 3, 8, { outputLines: 10, thinking: false });
     const { proposal, plan } = trim(name, messages, undefined);

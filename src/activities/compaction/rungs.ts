@@ -16,7 +16,7 @@ import { gatesOf, type Snapshot } from './snapshot';
 import { inputTooLarge, summarise } from './summarise';
 
 /** What the summariser reported it used (none for a rung without a summariser call). */
-export interface SummariserUsage {
+interface SummariserUsage {
   promptTokens?: number;
   completionTokens?: number;
   cachedPromptTokens?: number;
@@ -139,20 +139,18 @@ const trim: Rung = {
     const target = trimTarget(s.lineage, deps.masking?.targetPercent ?? 50);
     const seqs = s.rows.map((r) => r.lineageSeq);
     const previous = s.plan.previousSummary;
-    const prose = (dropped: number) =>
-      `The ${dropped} oldest message(s) of this conversation were dropped without a summary: no summary could bring it under its size limit. The ledger below lists what they held.${previous ? `\n\nSummary before that:\n${previous}` : ''}`;
-    const options = {
-      targetTokens: target,
-      requestChars: deps.ledger.requestChars,
-      ledgerBudget: (dropped: number) => budgetOf(s, deps, dropped),
-    };
-    const count = (m: Parameters<typeof s.counter.count>[0]) => s.counter.count(m);
-    // The previous summary's prose is kept when the head still fits with it.
-    const proposal =
-      trimProposal(s.messages, seqs, s.plan, s.dialect, s.tokens, count, s.previousLedger, { ...options, prose }) ??
-      (previous
-        ? trimProposal(s.messages, seqs, s.plan, s.dialect, s.tokens, count, s.previousLedger, { ...options, prose: (n) => prose(n).split('\n\n')[0] })
-        : undefined);
+    const note = (dropped: number) =>
+      `The ${dropped} oldest message(s) of this conversation were dropped without a summary: no summary could bring it under its size limit. The ledger below lists what they held.`;
+    const withPrevious = (dropped: number) => `${note(dropped)}\n\nSummary before that:\n${previous}`;
+    const trimmed = (prose: (dropped: number) => string) =>
+      trimProposal(s.messages, seqs, s.plan, s.dialect, s.tokens, (m) => s.counter.count(m), s.previousLedger, {
+        targetTokens: target,
+        requestChars: deps.ledger.requestChars,
+        ledgerBudget: (dropped) => budgetOf(s, deps, dropped),
+        prose,
+      });
+    // The previous summary's prose stays when the head still fits with it.
+    const proposal = (previous ? trimmed(withPrevious) : undefined) ?? trimmed(note);
     if (!proposal) {
       return { passed: `dropping every group it may drop does not bring the head${target === undefined ? '' : ` to ${target} tokens`}` };
     }
