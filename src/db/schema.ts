@@ -202,6 +202,8 @@ export const compactions = pgTable(
      * or 'trim' (the oldest groups dropped, the ledger kept: no summary could bring the head under its target).
      */
     rung: text('rung', { enum: ['summary', 'masking', 'trim'] }),
+    /** Why each rung before the one that answered passed, by rung name (`{ "summary": "the summariser refused its input as too long ..." }`); null when none did. */
+    passedRungs: jsonb<Record<string, string>>('passed_rungs'),
     /** The ledger the compaction committed (src/compaction/ledger.ts). */
     ledger: jsonb('ledger'),
     /** The follow-up compaction this commit asked for at once: it shrank the head, which is still at or above the threshold. */

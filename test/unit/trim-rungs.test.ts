@@ -118,7 +118,7 @@ describe('the trim rung in the ladder', () => {
     if (!('proposal' in result)) throw new Error(`expected a proposal, got ${JSON.stringify(result)}`);
     expect(result.proposal.rung).toBe('trim');
     expect(result.note).toMatch(/^trim rung: the \d+ oldest message\(s\) dropped/);
-    expect(result.note).toMatch(/rungs passed over: masking: .*; summary: the summariser refused its input as too long/);
+    expect(result.passedRungs).toEqual({ masking: expect.any(String), summary: 'the summariser refused its input as too long (HTTP 400)' });
     const tokensAfter = result.proposal.candidate.reduce(
       (sum, e) => sum + (e.from === undefined ? step.snapshot.counter.count(e.message) : step.snapshot.tokens[e.from]),
       0,
@@ -138,7 +138,10 @@ describe('the trim rung in the ladder', () => {
     const step = stepOf(messages, { contextWindow: 20 });
     const leftBehind = { proposal: { rung: 'summary' } as Proposal, usage: { promptTokens: 7 } };
     const overWindow: Rung = { name: 'summary', propose: async () => ({ passed: 'its head would hold 900 tokens', usage: { promptTokens: 7 }, leftBehind }) };
-    expect(await propose(step, [overWindow, trim])).toBe(leftBehind);
+    expect(await propose(step, [overWindow, trim])).toEqual({
+      ...leftBehind,
+      passedRungs: { summary: 'its head would hold 900 tokens', trim: expect.stringMatching(/^dropping every group/) },
+    });
     const tooLarge: Rung = { name: 'summary', propose: async () => ({ passed: 'the summariser refused its input as too long' }) };
     const refused = await propose(step, [tooLarge, trim]);
     expect(refused).toMatchObject({

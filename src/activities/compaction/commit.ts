@@ -41,7 +41,7 @@ export async function commitProposal(
   proposed: Proposed,
 ): Promise<Answer> {
   const { snapshot: s, input, deps, heartbeat, decide } = step;
-  const { proposal, usage, chunks } = proposed;
+  const { proposal, usage, chunks, passedRungs } = proposed;
   heartbeat.beat({ phase: 'gates', chunks });
   const compacted = compactedMessages(s, proposal);
   heartbeat.beat({ phase: 'committing', chunks });
@@ -60,12 +60,19 @@ export async function commitProposal(
       stats: { tokensBefore: s.tokensBefore, messagesBefore: s.messagesBefore, ...usage },
       rung: proposal.rung,
       note: proposed.note,
+      passedRungs,
       ledger: proposal.ledger as unknown as JsonValue,
       policy: deps.autoCompaction,
     }),
   );
   if (committed.outcome === 'refused') {
-    return decide.refuse(committed.reason, { gate: committed.gate, gateResults: committed.gateResults, tokensAfter: committed.tokensAfter, ...usage });
+    return decide.refuse(committed.reason, {
+      gate: committed.gate,
+      gateResults: committed.gateResults,
+      tokensAfter: committed.tokensAfter,
+      ...usage,
+      passedRungs,
+    });
   }
   if (committed.outcome === 'stale') {
     return decide.stale({ outcome: 'stale', sessionId: committed.sessionId, generation: committed.generation, reason: committed.reason });

@@ -22,12 +22,16 @@ interface SummariserUsage {
   cachedPromptTokens?: number;
 }
 
+/** Why each rung that passed did, by rung name: the audit row's `passed_rungs`. */
+export type PassedRungs = Partial<Record<Proposal['rung'], string>>;
+
 /** A head a rung proposes: gated and committed; `note` goes into the audit row's reason. */
 export interface Proposed {
   proposal: Proposal;
   usage: SummariserUsage;
   chunks?: number;
   note?: string;
+  passedRungs?: PassedRungs;
 }
 
 /** Why a rung passed, what it paid for, and the head it proposed that the gates will refuse (gated when no later rung answers). */
@@ -38,7 +42,7 @@ export interface Passed {
 }
 
 /** A rung's answer: a head to gate and commit, a refusal of the job, or a pass to the next rung (undefined: a pass without a reason). */
-export type RungResult = Proposed | { refusal: string; usage: SummariserUsage } | Passed | undefined;
+export type RungResult = Proposed | { refusal: string; usage: SummariserUsage; passedRungs?: PassedRungs } | Passed | undefined;
 
 export interface RungStep {
   snapshot: Snapshot;
@@ -174,12 +178,13 @@ const addUsage = (a: SummariserUsage, b: SummariserUsage = {}): SummariserUsage 
 
 /**
  * The first rung's proposal (or refusal). What the rungs that passed paid for is added to its
- * usage, and when one answers after others passed, the audit row's reason says why they did.
+ * usage, and why they passed goes with it (`passedRungs`, the audit row's `passed_rungs`).
  * When every rung passed: the head one of them left behind (for the gates to refuse), or a
  * refusal with every rung's reason.
  */
 export async function propose(step: RungStep, rungs: readonly Rung[] = RUNGS): Promise<Exclude<RungResult, Passed | undefined>> {
   const passed: string[] = [];
+  const passedRungs: PassedRungs = {};
   let paid: SummariserUsage = {};
   let leftBehind: Proposed | undefined;
   for (const rung of rungs) {
@@ -187,17 +192,16 @@ export async function propose(step: RungStep, rungs: readonly Rung[] = RUNGS): P
     if (result === undefined) continue;
     if ('passed' in result) {
       passed.push(`${rung.name}: ${result.passed}`);
+      passedRungs[rung.name] = result.passed;
       paid = addUsage(paid, result.usage);
       leftBehind = result.leftBehind ?? leftBehind;
       continue;
     }
     if (passed.length === 0) return result;
     const usage = addUsage(paid, result.usage);
-    if ('refusal' in result) return { ...result, usage };
-    // Only a last resort says why the rungs before it passed: a summary's reason stays as it was.
-    return { ...result, usage, note: result.proposal.rung === 'trim' ? `${result.note}; rungs passed over: ${passed.join('; ')}` : result.note };
+    return { ...result, usage, passedRungs };
   }
-  if (leftBehind) return leftBehind;
-  if (passed.length > 0) return { refusal: `no rung could bring the head under its target (${passed.join('; ')})`, usage: paid };
+  if (leftBehind) return { ...leftBehind, passedRungs };
+  if (passed.length > 0) return { refusal: `no rung could bring the head under its target (${passed.join('; ')})`, usage: paid, passedRungs };
   throw new Error(`no rung proposed a head (rungs: ${rungs.map((r) => r.name).join(', ')}); the last rung must always propose or refuse`);
 }
