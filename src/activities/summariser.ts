@@ -124,7 +124,9 @@ function classifySummariserError(error: unknown, secrets: readonly string[]): Ap
     if (status === 402) return summariserFailure('quota', 'SummariserQuotaError', false, status, code);
     if (status === 408) return summariserFailure('timeout', 'SummariserServerError', true, status, code);
     if (status >= 500 || status === 409) return summariserFailure('server error', 'SummariserServerError', true, status, code);
-    return summariserFailure('bad request', 'SummariserInvalidRequest', false, status, code);
+    // Anthropic says a prompt is too long only in its message (its type is invalid_request_error): read for that, never kept.
+    const tooLong = status === 400 && error instanceof Anthropic.APIError && /prompt is too long/i.test(error.message) ? 'prompt_too_long' : undefined;
+    return summariserFailure('bad request', 'SummariserInvalidRequest', false, status, tooLong ?? code);
   }
   if (error instanceof APIConnectionTimeoutError || error instanceof Anthropic.APIConnectionTimeoutError) {
     return summariserFailure('timeout', 'SummariserConnectionError', true);

@@ -12,13 +12,13 @@ import { maskOldOutputs } from './masking';
 import type { CompactionPlan } from './plan';
 
 export interface Proposal {
-  rung: 'summary' | 'masking';
+  rung: 'summary' | 'masking' | 'trim';
   candidate: CandidateEntry[];
   ledger: Ledger;
   demand: FactsDemand;
   /** Positions in the snapshot of the messages the head no longer holds as appended (summarised, or masked). */
   replaced: number[];
-  /** Positions in the candidate of the summary's messages: this compaction's, or (masking) the summary the head keeps. */
+  /** Positions in the candidate of the summary's messages: this compaction's (the summary's or the trim's), or (masking) the summary the head keeps. */
   summaryIndices: number[];
 }
 

@@ -48,10 +48,12 @@ export interface CommitInput {
    */
   verify?: (carried: Array<{ message: Message; tokens: number }>) => GateReport;
   stats: { tokensBefore: number; messagesBefore: number; promptTokens?: number; completionTokens?: number; cachedPromptTokens?: number };
-  /** How the head was shrunk: a summary, or the masking rung. */
-  rung?: 'summary' | 'masking';
+  /** How the head was shrunk: a summary, the masking rung, or the trim rung. */
+  rung?: 'summary' | 'masking' | 'trim';
   /** A note for the audit row's reason (what the rung did). */
   note?: string;
+  /** Why each rung before the one that answered passed, by rung name. */
+  passedRungs?: Record<string, string>;
   /** The new head's ledger: stored on the lineage (the next compaction merges it) and in the audit row. */
   ledger?: JsonValue;
   policy?: AutoCompactionPolicy;
@@ -158,6 +160,7 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       gateResults: report?.results ?? null,
       rung: input.rung ?? 'summary',
       note: input.note ?? null,
+      passedRungs: input.passedRungs && Object.keys(input.passedRungs).length > 0 ? input.passedRungs : null,
       ledger: input.ledger ?? null,
       commitRetries: retries,
       cooldownsMs: cooldownLadder(policy),

@@ -153,6 +153,8 @@ export interface JobFields {
   cachedPromptTokens?: number;
   gate?: string;
   gateResults?: Record<string, string>;
+  /** Why each rung that passed did, by rung name (src/activities/compaction/rungs.ts). */
+  passedRungs?: Record<string, string>;
   /**
    * The job was held (its dialect's holdReason: a tool loop open with thinking on), not
    * refused on its merits: an automatic request it answered is settled without climbing the
@@ -189,6 +191,7 @@ export async function finishJob(
         summariserCachedPromptTokens: fields.cachedPromptTokens,
         gate: fields.gate ?? null,
         gateResults: fields.gateResults ?? null,
+        passedRungs: fields.passedRungs && Object.keys(fields.passedRungs).length > 0 ? fields.passedRungs : null,
         finishedAt: new Date(),
       })
       .where(and(eq(compactions.id, job.jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`))

@@ -142,8 +142,10 @@ export interface CompactionView {
   summarisedToSeq?: number | null;
   gate?: string | null;
   gateResults?: Record<string, unknown> | null;
-  /** How a committed compaction shrank the head: 'summary' or 'masking'. */
-  rung?: 'summary' | 'masking' | null;
+  /** How a committed compaction shrank the head: 'summary', 'masking' or 'trim'. */
+  rung?: 'summary' | 'masking' | 'trim' | null;
+  /** Why each rung before the one that answered passed, by rung name. */
+  passedRungs?: Record<string, string> | null;
   /** The ledger it committed (src/compaction/ledger.ts). */
   ledger?: unknown;
   [column: string]: unknown;

@@ -197,15 +197,20 @@ export const compactions = pgTable(
     finishedAt: timestamp('finished_at', { withTimezone: true }),
     outcome: text('outcome', { enum: ['running', 'compacted', 'stale', 'refused', 'aborted'] }).notNull(),
     reason: text('reason'),
-    /** How a committed compaction shrank the head: 'summary', or 'masking' (old tool outputs replaced, no summariser call). */
-    rung: text('rung', { enum: ['summary', 'masking'] }),
+    /**
+     * How a committed compaction shrank the head: 'summary', 'masking' (old tool outputs replaced, no summariser call),
+     * or 'trim' (the oldest groups dropped, the ledger kept: no summary could bring the head under its target).
+     */
+    rung: text('rung', { enum: ['summary', 'masking', 'trim'] }),
+    /** Why each rung before the one that answered passed, by rung name (`{ "summary": "the summariser refused its input as too long ..." }`); null when none did. */
+    passedRungs: jsonb<Record<string, string>>('passed_rungs'),
     /** The ledger the compaction committed (src/compaction/ledger.ts). */
     ledger: jsonb('ledger'),
     /** The follow-up compaction this commit asked for at once: it shrank the head, which is still at or above the threshold. */
     followUpRequestId: text('follow_up_request_id'),
   },
   (t) => [
-    check('compactions_rung_known', sql`${t.rung} is null or ${t.rung} in ('summary', 'masking')`),
+    check('compactions_rung_known', sql`${t.rung} is null or ${t.rung} in ('summary', 'masking', 'trim')`),
     uniqueIndex('compactions_one_commit_per_generation')
       .on(t.lineageId, t.generation)
       .where(sql`${t.outcome} = 'compacted'`),

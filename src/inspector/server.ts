@@ -178,6 +178,7 @@ requests ${(c.requestIds ?? []).join(', ')} · model ${n(c.model)} · tokens ${n
 ${gateCell(c)}
 <h2>Summary</h2>
 ${c.rung === 'masking' ? html`<p id="rung">masking rung: old tool outputs were replaced by placeholders; no summariser call, and the head kept its summary</p>` : ''}
+${c.rung === 'trim' ? html`<p id="rung">trim rung: no summary could bring the head under its target, so the oldest messages were dropped; the ledger below lists what they held</p>` : ''}
 <div class="msg kind-summary" id="summary">${detail.summary ?? '(no summary: the compaction did not commit)'}</div>
 ${c.ledger ? html`<h2>Ledger</h2><p>what the compaction kept deterministically, as JSON (the summary renders it for the agent)</p><pre class="msg" id="ledger">${JSON.stringify(c.ledger, null, 2)}</pre>` : ''}
 <div class="cols">

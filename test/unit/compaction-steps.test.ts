@@ -128,8 +128,8 @@ describe('the rungs', () => {
   const transcript = toolHeavyTranscript(8);
   const total = transcript.reduce((sum, m) => sum + Math.ceil(JSON.stringify(m).length / 4), 0);
 
-  it('are masking, then the summary', () => {
-    expect(RUNGS.map((r) => r.name)).toEqual(['masking', 'summary']);
+  it('are masking, then the summary, then the trim', () => {
+    expect(RUNGS.map((r) => r.name)).toEqual(['masking', 'summary', 'trim']);
   });
 
   it('masking proposes a head with old tool outputs replaced when that reaches its target', async () => {
@@ -140,13 +140,15 @@ describe('the rungs', () => {
 
   it('masking passes when the gates would refuse its head (over the context window), so the summary runs', async () => {
     const step = snapshotOf(transcript, { compactAtTokens: total, contextWindow: 50 });
-    expect(await masking.propose(step)).toBeUndefined();
+    expect(await masking.propose(step)).toEqual({ passed: 'the gates would refuse the masked head (gate smaller)' });
   });
 
   it('masking passes for a forced or focused request', async () => {
     const step = snapshotOf(transcript, { compactAtTokens: total });
-    expect(await masking.propose({ ...step, input: { ...step.input, force: true } })).toBeUndefined();
-    expect(await masking.propose({ ...step, input: { ...step.input, focusTopic: 'tests' } })).toBeUndefined();
+    expect(await masking.propose({ ...step, input: { ...step.input, force: true } })).toEqual({ passed: 'a forced or focused request asks for a summary' });
+    expect(await masking.propose({ ...step, input: { ...step.input, focusTopic: 'tests' } })).toEqual({
+      passed: 'a forced or focused request asks for a summary',
+    });
   });
 
   it('propose takes the first rung that answers, and refuses to end without one', async () => {

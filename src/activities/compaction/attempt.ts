@@ -44,6 +44,6 @@ export async function compactionAttempt(input: CompactSessionInput, deps: Compac
 
   const step = { snapshot, input, deps, heartbeat, decide };
   const proposed = await propose(step);
-  if ('refusal' in proposed) return decide.refuse(proposed.refusal, proposed.usage);
+  if ('refusal' in proposed) return decide.refuse(proposed.refusal, { ...proposed.usage, passedRungs: proposed.passedRungs });
   return commitProposal(step, attempt, proposed);
 }

@@ -11,7 +11,7 @@ import type { Answer } from '../../workflows/contract';
 import type { Decider } from './decide';
 import type { CompactSessionInput, CompactionActivityDeps } from './deps';
 import type { Heartbeat } from './heartbeat';
-import type { SummariserUsage } from './rungs';
+import type { Proposed } from './rungs';
 import { gatesOf, type Snapshot } from './snapshot';
 
 /** Inclusive lineage sequence range of the appended messages among `rows`. */
@@ -38,10 +38,10 @@ function compactedMessages(s: Snapshot, proposal: Proposal): CompactedMessage[] 
 export async function commitProposal(
   step: { snapshot: Snapshot; input: CompactSessionInput; deps: CompactionActivityDeps; heartbeat: Heartbeat; decide: Decider },
   attempt: number,
-  proposed: { proposal: Proposal; usage: SummariserUsage; chunks?: number },
+  proposed: Proposed,
 ): Promise<Answer> {
   const { snapshot: s, input, deps, heartbeat, decide } = step;
-  const { proposal, usage, chunks } = proposed;
+  const { proposal, usage, chunks, passedRungs } = proposed;
   heartbeat.beat({ phase: 'gates', chunks });
   const compacted = compactedMessages(s, proposal);
   heartbeat.beat({ phase: 'committing', chunks });
@@ -59,14 +59,20 @@ export async function commitProposal(
       verify: (carried) => gatesOf(s, proposal, carried),
       stats: { tokensBefore: s.tokensBefore, messagesBefore: s.messagesBefore, ...usage },
       rung: proposal.rung,
-      note:
-        proposal.rung === 'masking' ? `masking rung: ${proposal.replaced.length} old tool output(s) replaced by placeholders, no summariser call` : undefined,
+      note: proposed.note,
+      passedRungs,
       ledger: proposal.ledger as unknown as JsonValue,
       policy: deps.autoCompaction,
     }),
   );
   if (committed.outcome === 'refused') {
-    return decide.refuse(committed.reason, { gate: committed.gate, gateResults: committed.gateResults, tokensAfter: committed.tokensAfter, ...usage });
+    return decide.refuse(committed.reason, {
+      gate: committed.gate,
+      gateResults: committed.gateResults,
+      tokensAfter: committed.tokensAfter,
+      ...usage,
+      passedRungs,
+    });
   }
   if (committed.outcome === 'stale') {
     return decide.stale({ outcome: 'stale', sessionId: committed.sessionId, generation: committed.generation, reason: committed.reason });

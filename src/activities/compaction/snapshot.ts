@@ -70,7 +70,7 @@ export function gatesOf(s: Snapshot, proposal: Proposal, carried: Array<{ messag
     tokensAfter: candidateTokens + carriedTokens,
     targetTokens: s.lineage.contextWindow ?? undefined,
     summaryIndices: proposal.summaryIndices,
-    requireSummary: proposal.rung === 'summary',
+    requireSummary: proposal.rung !== 'masking',
     facts: proposal.demand,
     dialect: s.dialect,
   });
