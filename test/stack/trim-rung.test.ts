@@ -120,7 +120,7 @@ describe.each(DIALECT_NAMES)('the trim rung on the real stack (%s)', (name) => {
     const summaries = head.filter((m) => dialect.isSummary(m));
     expect(summaries.length).toBeGreaterThan(0);
     expect(summaries.map((m) => dialect.textOf(m)).join('\n')).toContain(LEDGER_HEADING);
-    expect(strictProviderCheck(name, dialect.forProvider([...head, result]))).toBeUndefined();
+    expect(await strictProviderCheck(name, dialect.forProvider([...head, result]))).toBeUndefined();
 
     const rows = await auditRows(stack().db.db, id);
     expect(rows).toHaveLength(1);

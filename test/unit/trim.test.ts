@@ -39,6 +39,13 @@ function openCall(name: DialectName): Message[] {
       return [{ type: 'function_call', call_id: 'call_open', name: 'read_file', arguments: '{"path":"src/open.ts"}' }];
     case 'openai-agents':
       return toAgentsItems(openCall('openai-responses'));
+    case 'ai-sdk':
+      return [
+        {
+          role: 'assistant',
+          content: [{ type: 'tool-call', toolCallId: 'call_open', toolName: 'read_file', input: { path: 'src/open.ts' } }],
+        },
+      ];
   }
 }
 
@@ -55,6 +62,13 @@ function openResult(name: DialectName): Message[] {
       return [{ type: 'function_call_output', call_id: 'call_open', output: 'ok' }];
     case 'openai-agents':
       return toAgentsItems([...openCall('openai-responses'), ...openResult('openai-responses')]).slice(1);
+    case 'ai-sdk':
+      return [
+        {
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: 'call_open', toolName: 'read_file', output: { type: 'text', value: 'ok' } }],
+        },
+      ];
   }
 }
 
@@ -90,7 +104,7 @@ function trim(name: DialectName, messages: Message[], targetTokens: number | und
 }
 
 /** What every trimmed head keeps to, whatever the transcript. */
-function expectSound(name: DialectName, messages: Message[], targetTokens: number | undefined, label: string) {
+async function expectSound(name: DialectName, messages: Message[], targetTokens: number | undefined, label: string) {
   const { proposal, dialect, total, after, tokensAfter, gates } = trim(name, messages, targetTokens);
   if (!proposal || !after || tokensAfter === undefined) return false;
   expect(gates?.failed, label).toBeUndefined();
@@ -122,40 +136,40 @@ function expectSound(name: DialectName, messages: Message[], targetTokens: numbe
   expect(summaryText, label).toContain(LEDGER_HEADING);
   expect(summaryText, label).toContain(`The ${proposal.replaced.length} oldest message(s) were dropped.`);
   // Messy transcripts need not be valid requests themselves (re-used ids, signatures never issued): the trim makes no valid one invalid.
-  if (strictProviderCheck(name, dialect.forProvider(messages)) === undefined)
-    expect(strictProviderCheck(name, dialect.forProvider(after)), label).toBeUndefined();
+  if ((await strictProviderCheck(name, dialect.forProvider(messages))) === undefined)
+    expect(await strictProviderCheck(name, dialect.forProvider(after)), label).toBeUndefined();
   return true;
 }
 
 describe.each(DIALECT_NAMES)('the trim rung (%s)', (name) => {
-  it('trims messy transcripts to their target without breaking them', () => {
+  it('trims messy transcripts to their target without breaking them', async () => {
     let reached = 0;
     for (let seed = 1; seed <= 12; seed++) {
       const messages = messyTranscript(name, seed, 12);
       const total = messages.reduce((sum, m) => sum + estimateTokens(m, dialectOf(name)), 0);
-      for (const percent of [80, 50, 25]) if (expectSound(name, messages, Math.floor((total * percent) / 100), `seed ${seed}, ${percent}%`)) reached++;
+      for (const percent of [80, 50, 25]) if (await expectSound(name, messages, Math.floor((total * percent) / 100), `seed ${seed}, ${percent}%`)) reached++;
     }
     expect(reached).toBeGreaterThan(20);
   });
 
-  it('keeps the open calls, the latest request and the instructions, and strict providers accept the head', () => {
+  it('keeps the open calls, the latest request and the instructions, and strict providers accept the head', async () => {
     const { messages, facts } = plantedSession(name, 7, 10, { outputLines: 20, thinking: false });
     const withOpen = [...messages, ...openCall(name)];
     const total = withOpen.reduce((sum, m) => sum + estimateTokens(m, dialectOf(name)), 0);
     // The provider takes the head once the agent appended the open call's result, as it will.
     const next = (head: Message[]) => strictProviderCheck(name, dialectOf(name).forProvider([...head, ...openResult(name)]));
-    expect(next(withOpen)).toBeUndefined();
-    expect(expectSound(name, withOpen, Math.floor(total / 4), 'planted, a quarter')).toBe(true);
+    expect(await next(withOpen)).toBeUndefined();
+    expect(await expectSound(name, withOpen, Math.floor(total / 4), 'planted, a quarter')).toBe(true);
     const { after, proposal } = trim(name, withOpen, Math.floor(total / 4));
     expect(jsonEqual(after!.at(-1)!, withOpen.at(-1)!)).toBe(true);
-    expect(next(after!)).toBeUndefined();
+    expect(await next(after!)).toBeUndefined();
     // Every planted request dropped is listed in the ledger, verbatim.
     const ledgered = proposal!.ledger.requests.map((r) => r.text);
     expect(ledgered.length).toBeGreaterThan(0);
     for (const text of ledgered) expect(facts.requests).toContain(text);
   });
 
-  it('trims a head a trim wrote: the previous summary replaced, its ledger carried, every gate passing', () => {
+  it('trims a head a trim wrote: the previous summary replaced, its ledger carried, every gate passing', async () => {
     const dialect = dialectOf(name);
     const { messages } = plantedSession(name, 11, 12, { outputLines: 20, thinking: false });
     // The first half ends with a whole turn: the session goes on with a request.
@@ -192,7 +206,7 @@ describe.each(DIALECT_NAMES)('the trim rung (%s)', (name) => {
     // One summary only: the previous one is replaced, and the requests its ledger listed are still listed.
     expect(after.filter((m) => dialect.isSummary(m) && dialect.textOf(m).includes(LEDGER_HEADING))).toHaveLength(1);
     for (const r of first.proposal!.ledger.requests) expect(second!.ledger.requests.map((q) => q.text)).toContain(r.text);
-    expect(strictProviderCheck(name, dialect.forProvider(after))).toBeUndefined();
+    expect(await strictProviderCheck(name, dialect.forProvider(after))).toBeUndefined();
   });
 
   it('without a target drops what the plan would summarise; an unreachable target proposes nothing', () => {
