@@ -3,6 +3,7 @@
  * every variable; keep the two in step.
  */
 import path from 'node:path';
+import { DEFAULT_GAIN_POLICY, type GainPolicy } from './compaction/gain';
 import { DEFAULT_MESSAGE_LIMITS, type MessageLimits } from './compaction/message-schema';
 import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY } from './db/session-store';
 import { secretsFromEnv } from './secrets';
@@ -157,6 +158,27 @@ interface CompactionConfig {
   ledgerMaxTokens: number;
   /** A user request is kept verbatim in the ledger up to this many characters. */
   ledgerRequestChars: number;
+  /**
+   * The rungs a lineage created without a setting may use (COMPACTION_RUNGS, a comma list of
+   * rung names); absent: every rung. The worker checks the names when it starts.
+   */
+  rungs?: string[];
+  /** The minimum-gain guard for automatic compactions (COMPACTION_MIN_GAIN_TURNS and the price ratios; src/compaction/gain.ts). */
+  minGain: GainPolicy;
+}
+
+function namesFrom(env: NodeJS.ProcessEnv, name: string): string[] | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  return raw.split(',').map((part) => part.trim());
+}
+
+function ratioFrom(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`);
+  return value;
 }
 
 /** Worker capacity. Idle lineages cost only a slot in the workflow cache. */
@@ -270,6 +292,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ledgerPercent: percentFrom(env, 'COMPACTION_LEDGER_PERCENT', 10),
       ledgerMaxTokens: intFrom(env, 'COMPACTION_LEDGER_MAX_TOKENS', 8000),
       ledgerRequestChars: intFrom(env, 'COMPACTION_LEDGER_REQUEST_CHARS', 500),
+      rungs: namesFrom(env, 'COMPACTION_RUNGS'),
+      minGain: {
+        turns: intFrom(env, 'COMPACTION_MIN_GAIN_TURNS', DEFAULT_GAIN_POLICY.turns),
+        cacheReadRatio: ratioFrom(env, 'COMPACTION_CACHE_READ_RATIO', DEFAULT_GAIN_POLICY.cacheReadRatio),
+        cacheWriteRatio: ratioFrom(env, 'COMPACTION_CACHE_WRITE_RATIO', DEFAULT_GAIN_POLICY.cacheWriteRatio),
+        outputRatio: ratioFrom(env, 'COMPACTION_OUTPUT_RATIO', DEFAULT_GAIN_POLICY.outputRatio),
+      },
     },
     autoCompaction: {
       cooldownsMs: msListFrom(env, 'AUTO_COMPACTION_COOLDOWNS_MS', DEFAULT_AUTO_COMPACTION_POLICY.cooldownsMs),

@@ -68,6 +68,8 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     ledger: { percent: config.compaction.ledgerPercent, maxTokens: config.compaction.ledgerMaxTokens, requestChars: config.compaction.ledgerRequestChars },
     masking: config.compaction.masking ? { targetPercent: config.compaction.maskingTargetPercent } : undefined,
     summaryLayout: config.compaction.summaryLayout,
+    rungs: config.compaction.rungs,
+    minGain: config.compaction.minGain,
     autoCompaction: config.autoCompaction,
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,

@@ -8,6 +8,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { extractiveSummary } from '../compaction/extractive-summary';
+import { addCosts, NO_COST, type RungCost } from '../compaction/gain';
 import { buildSummaryPrompt, chunkMiddle, instructionMessage, type SummaryPrefix, type SummaryRequest } from '../compaction/summary-prompt';
 import type { Dialect, DialectName, Message } from '../compaction/dialects';
 import type { LlmConfig } from '../config';
@@ -20,6 +21,50 @@ export interface SummaryResult {
   completionTokens?: number;
   /** Prompt tokens the provider served from its prompt cache, where it reports them. */
   cachedPromptTokens?: number;
+  /** What the call(s) were billed, in one shape for every API (src/compaction/gain.ts); absent when the API reported no usage. */
+  cost?: RungCost;
+}
+
+/** OpenAI's usage (Chat or Responses) as a RungCost: its input count already holds the cached tokens. */
+function openAiCost(input?: number, output?: number, cached?: number): RungCost | undefined {
+  if (input === undefined && output === undefined) return undefined;
+  return { inputTokens: input ?? 0, outputTokens: output ?? 0, cacheReadTokens: cached ?? 0, cacheWriteTokens: 0, calls: 1 };
+}
+
+/** Anthropic's usage fields (as the SDK types them, with usage.iterations where the API sends them). */
+interface AnthropicUsage {
+  input_tokens?: number | null;
+  output_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+  iterations?: Array<AnthropicUsage & { type?: string }> | null;
+}
+
+/**
+ * Anthropic's usage as a RungCost: its input_tokens leave out the cache's reads and writes,
+ * which are added. A step the API reports only in usage.iterations (a server-side compaction)
+ * is billed on top of the top-level usage, so the iterations' sum is the bill when they are there.
+ */
+function anthropicCost(usage: AnthropicUsage | undefined, output?: number): RungCost | undefined {
+  if (!usage) return undefined;
+  const one = (u: AnthropicUsage) => ({
+    inputTokens: (u.input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0),
+    outputTokens: u.output_tokens ?? 0,
+    cacheReadTokens: u.cache_read_input_tokens ?? 0,
+    cacheWriteTokens: u.cache_creation_input_tokens ?? 0,
+  });
+  const top = { ...one(usage), ...(output !== undefined ? { outputTokens: output } : {}) };
+  const iterations = (usage.iterations ?? []).map((u) => ({ ...(u.type ? { type: u.type } : {}), ...one(u) }));
+  if (iterations.length === 0) return { ...top, calls: 1 };
+  const sum = (key: keyof ReturnType<typeof one>) => iterations.reduce((n, u) => n + u[key], 0);
+  return {
+    inputTokens: sum('inputTokens'),
+    outputTokens: sum('outputTokens'),
+    cacheReadTokens: sum('cacheReadTokens'),
+    cacheWriteTokens: sum('cacheWriteTokens'),
+    calls: 1,
+    iterations,
+  };
 }
 
 interface SummariseContext {
@@ -170,6 +215,7 @@ function chatCall(config: LlmConfig, client: OpenAI): LlmCall {
         promptTokens: response.usage?.prompt_tokens,
         completionTokens: response.usage?.completion_tokens,
         cachedPromptTokens: response.usage?.prompt_tokens_details?.cached_tokens,
+        cost: openAiCost(response.usage?.prompt_tokens, response.usage?.completion_tokens, response.usage?.prompt_tokens_details?.cached_tokens),
       };
     }
     const events = await client.chat.completions.create({ model: config.model, messages, stream: true, stream_options: { include_usage: true } }, { signal });
@@ -189,6 +235,7 @@ function chatCall(config: LlmConfig, client: OpenAI): LlmCall {
       promptTokens: usage?.prompt_tokens,
       completionTokens: usage?.completion_tokens,
       cachedPromptTokens: usage?.prompt_tokens_details?.cached_tokens,
+      cost: openAiCost(usage?.prompt_tokens, usage?.completion_tokens, usage?.prompt_tokens_details?.cached_tokens),
     };
   };
 }
@@ -210,6 +257,7 @@ function responsesCall(config: LlmConfig, client: OpenAI): LlmCall {
         promptTokens: response.usage?.input_tokens,
         completionTokens: response.usage?.output_tokens,
         cachedPromptTokens: response.usage?.input_tokens_details?.cached_tokens,
+        cost: openAiCost(response.usage?.input_tokens, response.usage?.output_tokens, response.usage?.input_tokens_details?.cached_tokens),
       };
     }
     const events = await client.responses.create({ ...body, stream: true }, { signal });
@@ -227,6 +275,7 @@ function responsesCall(config: LlmConfig, client: OpenAI): LlmCall {
           promptTokens: r.usage?.input_tokens,
           completionTokens: r.usage?.output_tokens,
           cachedPromptTokens: r.usage?.input_tokens_details?.cached_tokens,
+          cost: openAiCost(r.usage?.input_tokens, r.usage?.output_tokens, r.usage?.input_tokens_details?.cached_tokens),
         };
       }
     }
@@ -253,6 +302,7 @@ function anthropicCall(config: LlmConfig): LlmCall {
         promptTokens: response.usage?.input_tokens,
         completionTokens: response.usage?.output_tokens,
         cachedPromptTokens: response.usage?.cache_read_input_tokens ?? undefined,
+        cost: anthropicCost(response.usage as AnthropicUsage | undefined),
       };
     }
     const events = await client.messages.create({ ...body, stream: true }, { signal });
@@ -261,19 +311,24 @@ function anthropicCall(config: LlmConfig): LlmCall {
     let promptTokens: number | undefined;
     let completionTokens: number | undefined;
     let cachedPromptTokens: number | undefined;
+    let startUsage: AnthropicUsage | undefined;
     for await (const event of events) {
       if (event.type === 'message_start') {
         model = event.message.model || model;
         promptTokens = event.message.usage?.input_tokens;
         cachedPromptTokens = event.message.usage?.cache_read_input_tokens ?? undefined;
+        startUsage = event.message.usage as AnthropicUsage | undefined;
       } else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') {
         onDelta(event.delta.text);
         text += event.delta.text;
       } else if (event.type === 'message_delta') {
         completionTokens = event.usage?.output_tokens;
+        // The final usage (message_delta) holds the iterations where the API reports them.
+        const final = event.usage as AnthropicUsage | undefined;
+        if (final?.iterations) startUsage = { ...startUsage, iterations: final.iterations };
       }
     }
-    return { text, model, promptTokens, completionTokens, cachedPromptTokens };
+    return { text, model, promptTokens, completionTokens, cachedPromptTokens, cost: anthropicCost(startUsage, completionTokens) };
   };
 }
 
@@ -383,6 +438,7 @@ export async function summariseInChunks(
   let promptTokens: number | undefined;
   let completionTokens: number | undefined;
   let cachedPromptTokens: number | undefined;
+  let cost: RungCost | undefined;
   let streamedChars = 0;
   const add = (a: number | undefined, b: number | undefined) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0));
   for (const [i, chunk] of chunks.entries()) {
@@ -407,12 +463,13 @@ export async function summariseInChunks(
         },
       },
     );
-    if (result.text.trim() === '') return { ...result, chunks: chunks.length };
+    cost = result.cost ? addCosts(cost ?? NO_COST, result.cost) : cost;
+    if (result.text.trim() === '') return { ...result, ...(cost ? { cost } : {}), chunks: chunks.length };
     summary = result.text;
     model = result.model;
     promptTokens = add(promptTokens, result.promptTokens);
     completionTokens = add(completionTokens, result.completionTokens);
     cachedPromptTokens = add(cachedPromptTokens, result.cachedPromptTokens);
   }
-  return { text: summary ?? '', model, promptTokens, completionTokens, cachedPromptTokens, chunks: chunks.length };
+  return { text: summary ?? '', model, promptTokens, completionTokens, cachedPromptTokens, ...(cost ? { cost } : {}), chunks: chunks.length };
 }

@@ -15,6 +15,7 @@ export const OPTIONS = {
   timeout: { type: 'string' },
   model: { type: 'string' },
   'context-window': { type: 'string' },
+  rungs: { type: 'string' },
   file: { type: 'string' },
   'append-key': { type: 'string' },
   focus: { type: 'string' },
@@ -65,7 +66,7 @@ const TABLE: Record<string, Command> = {
   create: {
     usage: [
       `  create <sessionId> [--source S] [--mode rotate|in_place] [--dialect ${dialectChoices()}]`,
-      '         [--compact-at TOKENS|PERCENT%] [--model M] [--context-window TOKENS]',
+      '         [--compact-at TOKENS|PERCENT%] [--model M] [--context-window TOKENS] [--rungs masking,summary,trim]',
     ],
     run: async ({ client, values, print, sessionId }) => {
       const compactAt = values['compact-at'] === undefined ? undefined : parseCompactAt(values['compact-at']);
@@ -78,6 +79,12 @@ const TABLE: Record<string, Command> = {
         compactAt,
         model: values.model as string | undefined,
         contextWindow,
+        rungs:
+          values.rungs === undefined
+            ? undefined
+            : String(values.rungs)
+                .split(',')
+                .map((r) => r.trim()),
       });
       return print(created, () => `created session ${created.sessionId} (${created.mode}, ${created.dialect}, tokens: ${created.tokenizer})`);
     },

@@ -75,6 +75,13 @@ export interface CreateSessionOptions {
    * `openai-responses`, `anthropic` or `gemini`. Messages are stored and returned in it.
    */
   dialect?: DialectName;
+  /**
+   * The rungs the lineage's compactions may use (`masking`, `summary`, `trim`; docs/compaction.md,
+   * "Which rungs a lineage uses"); the others pass as not enabled. Absent: the worker's default
+   * (COMPACTION_RUNGS, every rung when unset). An unknown name, an empty list or the trim alone
+   * is an InvalidInputError and nothing is written.
+   */
+  rungs?: string[];
 }
 
 /** How `transcript` shapes the head: as stored (exactly as appended), or normalised for the provider's next call. */
@@ -177,8 +184,13 @@ export class SessionsClient {
     compactAtTokens?: number;
     model?: string;
     contextWindow?: number;
+    rungs?: string[];
   }> {
     const sessionId = checkNewSessionId(options.sessionId);
+    const { rungs } = options;
+    if (rungs !== undefined && (!Array.isArray(rungs) || rungs.some((r) => typeof r !== 'string'))) {
+      throw new InvalidInputError('rungs', 'must be a list of rung names');
+    }
     const mode = options.mode ?? 'rotate';
     if (!COMPACTION_MODES.includes(mode)) throw new InvalidInputError('mode', `must be one of ${COMPACTION_MODES.join(', ')}`);
     checkName(options.source, 'source', 100);
@@ -187,7 +199,16 @@ export class SessionsClient {
     const contextWindow = resolveContextWindow(options.contextWindow, model);
     const dialect = dialectOf(options.dialect).name;
     const compactAtTokens = resolveThreshold(options.compactAt ?? options.compactAtTokens, contextWindow);
-    const lineage = await store.createSession(this.database.db, { sessionId, source: options.source, mode, dialect, compactAtTokens, model, contextWindow });
+    const lineage = await store.createSession(this.database.db, {
+      sessionId,
+      source: options.source,
+      mode,
+      dialect,
+      compactAtTokens,
+      model,
+      contextWindow,
+      rungs,
+    });
     // From now on this client writes to this incarnation of the lineage (see `append`).
     this.hold(lineage.lineageId, lineage.incarnation, true);
     await this.temporal.workflow.start('sessionLineageWorkflow', { ...this.startOptions(lineage), ...JOIN_RUNNING_WORKFLOW });
@@ -201,6 +222,7 @@ export class SessionsClient {
       ...(compactAtTokens ? { compactAtTokens } : {}),
       ...(model ? { model } : {}),
       ...(contextWindow ? { contextWindow } : {}),
+      ...(lineage.rungs ? { rungs: lineage.rungs } : {}),
     };
   }
 

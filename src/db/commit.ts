@@ -5,6 +5,7 @@
  */
 import { sql } from 'drizzle-orm';
 import type { Dialect, Message } from '../compaction/dialects';
+import type { GainFigures, RungCost } from '../compaction/gain';
 import type { GateReport } from '../compaction/gates';
 import type { JsonValue } from '../compaction/json';
 import { SessionNotFoundError } from '../errors';
@@ -54,6 +55,10 @@ export interface CommitInput {
   note?: string;
   /** Why each rung before the one that answered passed, by rung name. */
   passedRungs?: Record<string, string>;
+  /** What each rung that ran was billed, by rung name (the audit row's `costs`). */
+  costs?: Record<string, RungCost>;
+  /** The minimum-gain guard's figures, when it judged the job (the audit row's `gain`). */
+  gain?: GainFigures;
   /** The new head's ledger: stored on the lineage (the next compaction merges it) and in the audit row. */
   ledger?: JsonValue;
   policy?: AutoCompactionPolicy;
@@ -162,6 +167,8 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
       note: input.note ?? null,
       passedRungs: input.passedRungs && Object.keys(input.passedRungs).length > 0 ? input.passedRungs : null,
       ledger: input.ledger ?? null,
+      costs: input.costs && Object.keys(input.costs).length > 0 ? input.costs : null,
+      gain: input.gain ?? null,
       commitRetries: retries,
       cooldownsMs: cooldownLadder(policy),
       maxFollowUps: Math.max(0, Math.round(policy.maxFollowUps)),

@@ -24,6 +24,12 @@ async function callFunction<T>(db: Executor, query: ReturnType<typeof sql>): Pro
   }
 }
 
+/** A list of names as a SQL text[] (null when absent), sent as one jsonb parameter. */
+const rungsArray = (names: readonly string[] | undefined) => {
+  const json = names === undefined ? null : JSON.stringify(names);
+  return sql`CASE WHEN ${json}::jsonb IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(${json}::jsonb)) END`;
+};
+
 /** Creates a lineage with its root session (SQL `session_create`). Idempotent for the same parameters. */
 export async function createSession(
   db: Database,
@@ -35,11 +41,13 @@ export async function createSession(
     compactAtTokens?: number;
     model?: string;
     contextWindow?: number;
+    /** The rungs the lineage may use; absent: the worker's default. */
+    rungs?: readonly string[];
   },
 ): Promise<LineageInfo> {
   const created = await callFunction<LineageInfo & { created: boolean }>(
     db,
-    sql`select session_create(${input.sessionId}, ${input.source ?? null}, ${input.mode}, ${input.compactAtTokens ?? null}::integer, ${input.model ?? null}::text, ${input.contextWindow ?? null}::integer, ${input.dialect ?? 'openai-chat'}::text) as result`,
+    sql`select session_create(${input.sessionId}, ${input.source ?? null}, ${input.mode}, ${input.compactAtTokens ?? null}::integer, ${input.model ?? null}::text, ${input.contextWindow ?? null}::integer, ${input.dialect ?? 'openai-chat'}::text, ${rungsArray(input.rungs)}) as result`,
   );
   const { created: _created, ...lineage } = created;
   return lineage;

@@ -8,6 +8,7 @@
 import { asc, and, eq, sql } from 'drizzle-orm';
 import { SessionNotFoundError } from '../errors';
 import type { Message } from '../compaction/dialects';
+import type { GainFigures, RungCost } from '../compaction/gain';
 import type { JsonValue } from '../compaction/json';
 import type { Answer, CompactionJob, CompactionOutcome } from '../workflows/contract';
 import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY, settleAutoCompaction } from './auto-compaction';
@@ -161,6 +162,15 @@ export interface JobFields {
    * cooldown ladder, so the next append at or above the threshold asks again.
    */
   held?: boolean;
+  /**
+   * The minimum-gain guard declined the job (src/compaction/gain.ts): it would not repay its cost.
+   * As for a held job, an automatic request it answered is settled without climbing the cooldown ladder.
+   */
+  declined?: boolean;
+  /** What each rung that ran was billed, by rung name. */
+  costs?: Record<string, RungCost>;
+  /** The minimum-gain guard's figures. */
+  gain?: GainFigures;
 }
 
 /**
@@ -192,11 +202,13 @@ export async function finishJob(
         gate: fields.gate ?? null,
         gateResults: fields.gateResults ?? null,
         passedRungs: fields.passedRungs && Object.keys(fields.passedRungs).length > 0 ? fields.passedRungs : null,
+        costs: fields.costs && Object.keys(fields.costs).length > 0 ? fields.costs : null,
+        gain: fields.gain ?? null,
         finishedAt: new Date(),
       })
       .where(and(eq(compactions.id, job.jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`))
       .returning({ id: compactions.id });
-    if (decided.length > 0) await settleAutoCompaction(tx, job, outcome === 'refused' && !fields.held ? 'failed' : 'settled', policy);
+    if (decided.length > 0) await settleAutoCompaction(tx, job, outcome === 'refused' && !fields.held && !fields.declined ? 'failed' : 'settled', policy);
   });
 }
 

@@ -23,6 +23,8 @@ export interface LineageInfo {
   closed: boolean;
   /** Set at create: erasing the lineage and creating its id again gives a new one (see session_append's p_incarnation). */
   incarnation: string;
+  /** The rungs the lineage may use, when set at create (null or absent: the worker's default, COMPACTION_RUNGS). */
+  rungs?: string[] | null;
 }
 
 type LineageRow = typeof lineages.$inferSelect;

@@ -9,6 +9,7 @@
 import { sql } from 'drizzle-orm';
 import { type AnyPgColumn, bigserial, bigint, check, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { DIALECT_NAMES, type DialectName, type Message } from '../compaction/dialects/types';
+import type { GainFigures, RungCost } from '../compaction/gain';
 import type { JsonValue } from '../compaction/json';
 
 /**
@@ -86,6 +87,8 @@ export const lineages = pgTable(
     autoCooldownUntil: timestamp('auto_cooldown_until', { withTimezone: true }),
     /** The ledger of the current head (src/compaction/ledger.ts): the next compaction merges it into its own. */
     ledger: jsonb('ledger'),
+    /** The rungs the lineage may use (set at create, names of RUNGS in their order); null: the worker's default (COMPACTION_RUNGS). */
+    rungs: text('rungs').array(),
     closedAt: timestamp('closed_at', { withTimezone: true }),
     /**
      * Set at create (a random id): erasing the lineage and creating the same id again gives a new
@@ -206,6 +209,10 @@ export const compactions = pgTable(
     passedRungs: jsonb<Record<string, string>>('passed_rungs'),
     /** The ledger the compaction committed (src/compaction/ledger.ts). */
     ledger: jsonb('ledger'),
+    /** Tokens billed per rung that ran, by rung name (RungCost, src/compaction/gain.ts); null when no rung ran. */
+    costs: jsonb<Record<string, RungCost>>('costs'),
+    /** The minimum-gain guard's figures (GainFigures, src/compaction/gain.ts), for an automatic compaction it judged. */
+    gain: jsonb<GainFigures>('gain'),
     /** The follow-up compaction this commit asked for at once: it shrank the head, which is still at or above the threshold. */
     followUpRequestId: text('follow_up_request_id'),
   },

@@ -5,6 +5,7 @@
  * result of a lost one, never commits a second child. The heartbeat is the lease.
  */
 import { Context, log } from '@temporalio/activity';
+import { estimateGain, minGainReason } from '../../compaction/gain';
 import { beginJob } from '../../db/session-store';
 import type { Answer } from '../../workflows/contract';
 import { commitProposal } from './commit';
@@ -12,6 +13,7 @@ import { decider } from './decide';
 import { earlierDecision } from './decision';
 import type { CompactSessionInput, CompactionActivityDeps } from './deps';
 import { Heartbeat, incarnationOfPreviousAttempt } from './heartbeat';
+import { RUNG_NAMES, rungsFor } from './rung-setting';
 import { propose } from './rungs';
 import { takeSnapshot } from './snapshot';
 
@@ -42,8 +44,30 @@ export async function compactionAttempt(input: CompactSessionInput, deps: Compac
     return decide.refuse(`nothing to summarise: all ${snapshot.messagesBefore} messages fit in the kept head and tail`);
   }
 
+  // The rungs the lineage may use; the others pass as not enabled (rung-setting.ts).
+  const enabled = snapshot.lineage.rungs ?? deps.rungs ?? RUNG_NAMES;
+  // The minimum-gain guard judges automatic jobs only, before any rung pays (src/compaction/gain.ts).
+  const gain = guarded(input, deps)
+    ? estimateGain(
+        {
+          tokensBefore: snapshot.tokensBefore,
+          middleTokens: snapshot.plan.middle.reduce((sum, i) => sum + snapshot.tokens[i], 0),
+          summarises: enabled.includes('summary'),
+          contextWindow: snapshot.lineage.contextWindow,
+        },
+        deps.minGain!,
+      )
+    : undefined;
+  if (gain?.declined) return decide.refuse(minGainReason(gain), { gain, declined: true });
+
   const step = { snapshot, input, deps, heartbeat, decide };
-  const proposed = await propose(step);
-  if ('refusal' in proposed) return decide.refuse(proposed.refusal, { ...proposed.usage, passedRungs: proposed.passedRungs });
-  return commitProposal(step, attempt, proposed);
+  const proposed = await propose(step, rungsFor(enabled));
+  const audit = { costs: proposed.costs, gain };
+  if ('refusal' in proposed) return decide.refuse(proposed.refusal, { ...proposed.usage, passedRungs: proposed.passedRungs, ...audit });
+  return commitProposal(step, attempt, proposed, audit);
+}
+
+/** An automatic job (the threshold asked, nothing forced) while the guard is on. */
+function guarded(input: CompactSessionInput, deps: CompactionActivityDeps): boolean {
+  return input.trigger === 'threshold' && !input.force && (deps.minGain?.turns ?? 0) > 0;
 }

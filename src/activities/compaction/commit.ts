@@ -3,6 +3,7 @@
  * gates ran again on it followed by whatever was appended meanwhile; then the answer.
  */
 import { Context, log } from '@temporalio/activity';
+import type { GainFigures } from '../../compaction/gain';
 import type { JsonValue } from '../../compaction/json';
 import type { Proposal } from '../../compaction/proposal';
 import { commitCompaction, type CompactedMessage } from '../../db/session-store';
@@ -11,7 +12,7 @@ import type { Answer } from '../../workflows/contract';
 import type { Decider } from './decide';
 import type { CompactSessionInput, CompactionActivityDeps } from './deps';
 import type { Heartbeat } from './heartbeat';
-import type { Proposed } from './rungs';
+import type { Proposed, RungCosts } from './rungs';
 import { gatesOf, type Snapshot } from './snapshot';
 
 /** Inclusive lineage sequence range of the appended messages among `rows`. */
@@ -39,6 +40,7 @@ export async function commitProposal(
   step: { snapshot: Snapshot; input: CompactSessionInput; deps: CompactionActivityDeps; heartbeat: Heartbeat; decide: Decider },
   attempt: number,
   proposed: Proposed,
+  audit: { costs?: RungCosts; gain?: GainFigures } = {},
 ): Promise<Answer> {
   const { snapshot: s, input, deps, heartbeat, decide } = step;
   const { proposal, usage, chunks, passedRungs } = proposed;
@@ -61,6 +63,8 @@ export async function commitProposal(
       rung: proposal.rung,
       note: proposed.note,
       passedRungs,
+      costs: audit.costs,
+      gain: audit.gain,
       ledger: proposal.ledger as unknown as JsonValue,
       policy: deps.autoCompaction,
     }),
@@ -72,6 +76,7 @@ export async function commitProposal(
       tokensAfter: committed.tokensAfter,
       ...usage,
       passedRungs,
+      ...audit,
     });
   }
   if (committed.outcome === 'stale') {

@@ -1,4 +1,5 @@
 /** What the compaction activities are built from (the worker and the tests inject them) and what they are sent. */
+import type { GainPolicy } from '../../compaction/gain';
 import type { PlanOptions } from '../../compaction/plan';
 import type { Database } from '../../db/database';
 import type { AutoCompactionPolicy } from '../../db/session-store';
@@ -24,6 +25,10 @@ export interface CompactionActivityDeps {
   masking?: { targetPercent: number };
   /** How summary requests are laid out (COMPACTION_SUMMARY_LAYOUT); 'rendered' when absent. */
   summaryLayout?: 'prefix' | 'rendered';
+  /** The rungs a lineage created without a setting may use (COMPACTION_RUNGS); absent: every rung. */
+  rungs?: readonly string[];
+  /** The minimum-gain guard for automatic compactions (src/compaction/gain.ts); off when absent or its turns are 0. */
+  minGain?: GainPolicy;
   /** The threshold policy's cooldown ladder (see AutoCompactionPolicy). */
   autoCompaction: AutoCompactionPolicy;
   /** How often the activity heartbeats while it works (the SDK throttles further). */

@@ -10,11 +10,14 @@ import { SessionNotFoundError } from '../../errors';
 import type { Answer, CompactionJob, CompactionOutcome } from '../../workflows/contract';
 import { writeJobAnswer } from '../../workflows/job-answer';
 import { compactionAttempt } from './attempt';
+import { defaultRungSetting } from './rung-setting';
 import type { CompactSessionInput, CompactionActivityDeps } from './deps';
 
 export type { CompactSessionInput, CompactionActivityDeps } from './deps';
 
-export function createCompactionActivities(deps: CompactionActivityDeps) {
+export function createCompactionActivities(given: CompactionActivityDeps) {
+  // The worker's default rung setting is checked at start: an unknown name stops it.
+  const deps = { ...given, rungs: defaultRungSetting(given.rungs) };
   const policy = deps.autoCompaction;
 
   async function compactSession(input: CompactSessionInput): Promise<Answer> {

@@ -8,6 +8,7 @@
 import { ledgerBudget, renderLedger } from '../../compaction/ledger';
 import { maskingTarget } from '../../compaction/masking';
 import { maskingProposal, type Proposal, summaryProposal } from '../../compaction/proposal';
+import { addCosts, NO_COST, type RungCost } from '../../compaction/gain';
 import { estimateTextTokens } from '../../compaction/tokens';
 import { trimProposal, trimTarget } from '../../compaction/trim';
 import type { CompactSessionInput, CompactionActivityDeps } from './deps';
@@ -15,12 +16,16 @@ import type { Heartbeat } from './heartbeat';
 import { gatesOf, type Snapshot } from './snapshot';
 import { inputTooLarge, summarise } from './summarise';
 
-/** What the summariser reported it used (none for a rung without a summariser call). */
+/** What the summariser reported it used (none for a rung without a summariser call); `cost`: the rung's bill (the audit row's `costs`). */
 interface SummariserUsage {
   promptTokens?: number;
   completionTokens?: number;
   cachedPromptTokens?: number;
+  cost?: RungCost;
 }
+
+/** What each rung that ran was billed, by rung name: the audit row's `costs`. */
+export type RungCosts = Partial<Record<Proposal['rung'], RungCost>>;
 
 /** Why each rung that passed did, by rung name: the audit row's `passed_rungs`. */
 export type PassedRungs = Partial<Record<Proposal['rung'], string>>;
@@ -43,6 +48,9 @@ export interface Passed {
 
 /** A rung's answer: a head to gate and commit, a refusal of the job, or a pass to the next rung (undefined: a pass without a reason). */
 export type RungResult = Proposed | { refusal: string; usage: SummariserUsage; passedRungs?: PassedRungs } | Passed | undefined;
+
+/** What `propose` answers: a rung's proposal or refusal, with what each rung that ran was billed. */
+export type Proposition = Exclude<RungResult, Passed | undefined> & { costs: RungCosts };
 
 export interface RungStep {
   snapshot: Snapshot;
@@ -109,7 +117,12 @@ const summary: Rung = {
       if (tooLarge) return { passed: `the summariser refused its input as too long (${tooLarge})` };
       throw error;
     }
-    const usage = { promptTokens: result.promptTokens, completionTokens: result.completionTokens, cachedPromptTokens: result.cachedPromptTokens };
+    const usage = {
+      promptTokens: result.promptTokens,
+      completionTokens: result.completionTokens,
+      cachedPromptTokens: result.cachedPromptTokens,
+      cost: result.cost,
+    };
     if (result.text.trim() === '') return { refusal: 'the summariser returned an empty summary', usage };
     const budgetTokens = budgetOf(
       s,
@@ -166,6 +179,9 @@ const trim: Rung = {
 /** Cheapest first; the trim last. */
 export const RUNGS: readonly Rung[] = [masking, summary, trim];
 
+/** Why a rung the lineage may not use passes (src/activities/compaction/rung-setting.ts). */
+export const NOT_ENABLED = 'not enabled for this lineage';
+
 const addUsage = (a: SummariserUsage, b: SummariserUsage = {}): SummariserUsage => {
   const sum = (x?: number, y?: number) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0));
   const out: SummariserUsage = {};
@@ -173,6 +189,7 @@ const addUsage = (a: SummariserUsage, b: SummariserUsage = {}): SummariserUsage 
     const value = sum(a[key], b[key]);
     if (value !== undefined) out[key] = value;
   }
+  if (a.cost || b.cost) out.cost = addCosts(a.cost ?? NO_COST, b.cost ?? NO_COST);
   return out;
 };
 
@@ -182,14 +199,16 @@ const addUsage = (a: SummariserUsage, b: SummariserUsage = {}): SummariserUsage 
  * When every rung passed: the head one of them left behind (for the gates to refuse), or a
  * refusal with every rung's reason.
  */
-export async function propose(step: RungStep, rungs: readonly Rung[] = RUNGS): Promise<Exclude<RungResult, Passed | undefined>> {
+export async function propose(step: RungStep, rungs: readonly Rung[] = RUNGS): Promise<Proposition> {
   const passed: string[] = [];
   const passedRungs: PassedRungs = {};
+  const costs: RungCosts = {};
   let paid: SummariserUsage = {};
   let leftBehind: Proposed | undefined;
   for (const rung of rungs) {
     const result = await rung.propose(step);
     if (result === undefined) continue;
+    if (!('passed' in result && result.passed === NOT_ENABLED)) costs[rung.name] = ('usage' in result ? result.usage?.cost : undefined) ?? NO_COST;
     if ('passed' in result) {
       passed.push(`${rung.name}: ${result.passed}`);
       passedRungs[rung.name] = result.passed;
@@ -197,11 +216,11 @@ export async function propose(step: RungStep, rungs: readonly Rung[] = RUNGS): P
       leftBehind = result.leftBehind ?? leftBehind;
       continue;
     }
-    if (passed.length === 0) return result;
+    if (passed.length === 0) return { ...result, costs };
     const usage = addUsage(paid, result.usage);
-    return { ...result, usage, passedRungs };
+    return { ...result, usage, passedRungs, costs };
   }
-  if (leftBehind) return { ...leftBehind, passedRungs };
-  if (passed.length > 0) return { refusal: `no rung could bring the head under its target (${passed.join('; ')})`, usage: paid, passedRungs };
+  if (leftBehind) return { ...leftBehind, passedRungs, costs };
+  if (passed.length > 0) return { refusal: `no rung could bring the head under its target (${passed.join('; ')})`, usage: paid, passedRungs, costs };
   throw new Error(`no rung proposed a head (rungs: ${rungs.map((r) => r.name).join(', ')}); the last rung must always propose or refuse`);
 }

@@ -29,7 +29,7 @@ BEGIN
     'lineage', jsonb_build_object(
       'lineageId', g.id, 'headSessionId', g.head_session_id, 'generation', g.generation, 'mode', g.mode, 'dialect', g.dialect,
       'source', g.source, 'compactAtTokens', g.compact_at_tokens, 'model', g.model, 'contextWindow', g.context_window,
-      'closed', g.closed_at IS NOT NULL, 'incarnation', g.incarnation),
+      'closed', g.closed_at IS NOT NULL, 'incarnation', g.incarnation, 'rungs', to_jsonb(g.rungs)),
     'ledger', g.ledger,
     'rows', coalesce((
       SELECT jsonb_agg(jsonb_build_object(

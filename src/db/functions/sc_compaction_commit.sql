@@ -12,6 +12,8 @@
 -- appended during the summary (a busy lineage), its own head under the threshold, asks for a
 -- follow-up compaction at once, up to p.maxFollowUps in a row: it answers followUpRequestId,
 -- which the workflow queues. A commit whose own head is that large cools down, as a refusal does.
+-- p.costs (what each rung that ran was billed) and p.gain (the minimum-gain guard's figures) go
+-- into the audit row as they are.
 CREATE OR REPLACE FUNCTION sc_compaction_commit(p jsonb)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
@@ -168,13 +170,13 @@ BEGIN
   INSERT INTO compactions AS x (
     id, lineage_id, parent_session_id, request_ids, trigger, outcome, child_session_id, generation, tokens_before, tokens_after,
     messages_before, messages_after, summariser_prompt_tokens, summariser_completion_tokens, summariser_cached_prompt_tokens,
-    watermark_seq, summarised_from_seq, summarised_to_seq, gate_results, reason, rung, passed_rungs, ledger, commit_retries, follow_up_request_id, finished_at)
+    watermark_seq, summarised_from_seq, summarised_to_seq, gate_results, reason, rung, passed_rungs, costs, gain, ledger, commit_retries, follow_up_request_id, finished_at)
   VALUES (
     v_job, g.id, v_parent, p->'requestIds', p->>'trigger', 'compacted', v_head, v_generation, (p->>'tokensBefore')::bigint, v_tokens,
     (p->>'messagesBefore')::integer, v_head_count + cardinality(v_carried), (p->>'promptTokens')::integer,
     (p->>'completionTokens')::integer, (p->>'cachedPromptTokens')::integer, v_watermark, (p->>'summarisedFromSeq')::integer,
     (p->>'summarisedToSeq')::integer, nullif(p->'gateResults', 'null'::jsonb), v_reason, coalesce(p->>'rung', 'summary'),
-    nullif(p->'passedRungs', 'null'::jsonb),
+    nullif(p->'passedRungs', 'null'::jsonb), nullif(p->'costs', 'null'::jsonb), nullif(p->'gain', 'null'::jsonb),
     nullif(p->'ledger', 'null'::jsonb), (p->>'commitRetries')::integer, v_follow_up, now())
   ON CONFLICT (id) DO UPDATE SET
     outcome = excluded.outcome, child_session_id = excluded.child_session_id, generation = excluded.generation,
@@ -184,7 +186,7 @@ BEGIN
     summariser_cached_prompt_tokens = excluded.summariser_cached_prompt_tokens, watermark_seq = excluded.watermark_seq,
     summarised_from_seq = excluded.summarised_from_seq, summarised_to_seq = excluded.summarised_to_seq,
     gate_results = excluded.gate_results, reason = excluded.reason, rung = excluded.rung,
-    passed_rungs = excluded.passed_rungs, ledger = excluded.ledger,
+    passed_rungs = excluded.passed_rungs, costs = excluded.costs, gain = excluded.gain, ledger = excluded.ledger,
     commit_retries = excluded.commit_retries, follow_up_request_id = excluded.follow_up_request_id, finished_at = excluded.finished_at;
 
   -- No reason is no key (not null): the answer's optional fields are absent when empty.

@@ -2,12 +2,17 @@
 -- the rows of the dialects table, src/compaction/dialects/registry.ts). Idempotent for
 -- the same parameters; other parameters for an existing id are a SessionConflictError, and a
 -- closed lineage is a LineageClosedError (it takes nothing more; erase it to reuse the id).
+-- p_rungs: the rungs the lineage may use (names of sc_rung_names(), stored in its order without
+-- repeats); null: the worker's default (COMPACTION_RUNGS). The trim may not be the only rung: it
+-- drops the oldest messages without a summary, a last resort behind another rung.
 CREATE OR REPLACE FUNCTION session_create(p_session_id text, p_source text DEFAULT NULL, p_mode text DEFAULT 'rotate', p_compact_at_tokens integer DEFAULT NULL,
-                               p_model text DEFAULT NULL, p_context_window integer DEFAULT NULL, p_dialect text DEFAULT 'openai-chat')
+                               p_model text DEFAULT NULL, p_context_window integer DEFAULT NULL, p_dialect text DEFAULT 'openai-chat',
+                               p_rungs text[] DEFAULT NULL)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
   v_mode text := coalesce(p_mode, 'rotate');
   v_dialect text := coalesce(p_dialect, 'openai-chat');
+  v_rungs text[];
   inserted text;
   owner text;
   g lineages;
@@ -42,8 +47,17 @@ BEGIN
   IF p_context_window IS NOT NULL AND p_context_window < 1 THEN
     PERFORM sc_invalid('contextWindow', 'must be a positive whole number');
   END IF;
-  INSERT INTO lineages (id, head_session_id, mode, dialect, source, compact_at_tokens, model, context_window)
-    VALUES (p_session_id, p_session_id, v_mode, v_dialect, p_source, p_compact_at_tokens, p_model, p_context_window)
+  IF p_rungs IS NOT NULL THEN
+    IF cardinality(p_rungs) = 0 OR EXISTS (SELECT 1 FROM unnest(p_rungs) r WHERE r IS NULL OR NOT r = ANY (sc_rung_names())) THEN
+      PERFORM sc_invalid('rungs', 'must be a non-empty list of ' || array_to_string(sc_rung_names(), ', '));
+    END IF;
+    v_rungs := ARRAY(SELECT r FROM unnest(sc_rung_names()) WITH ORDINALITY AS k(r, o) WHERE r = ANY (p_rungs) ORDER BY o);
+    IF v_rungs = ARRAY['trim'] THEN
+      PERFORM sc_invalid('rungs', 'must name a rung other than trim (the trim is a last resort behind another rung)');
+    END IF;
+  END IF;
+  INSERT INTO lineages (id, head_session_id, mode, dialect, source, compact_at_tokens, model, context_window, rungs)
+    VALUES (p_session_id, p_session_id, v_mode, v_dialect, p_source, p_compact_at_tokens, p_model, p_context_window, v_rungs)
     ON CONFLICT DO NOTHING RETURNING id INTO inserted;
   IF inserted IS NOT NULL THEN
     INSERT INTO sessions (id, lineage_id, source) VALUES (p_session_id, p_session_id, p_source);
@@ -82,6 +96,10 @@ BEGIN
   IF g.context_window IS DISTINCT FROM p_context_window THEN
     PERFORM sc_raise('SessionConflictError', format('session %s already exists with contextWindow %s', to_jsonb(p_session_id)::text, coalesce(g.context_window::text, 'null')),
       jsonb_build_object('sessionId', p_session_id, 'detail', format('with contextWindow %s', coalesce(g.context_window::text, 'null'))));
+  END IF;
+  IF g.rungs IS DISTINCT FROM v_rungs THEN
+    PERFORM sc_raise('SessionConflictError', format('session %s already exists with rungs %s', to_jsonb(p_session_id)::text, coalesce(to_jsonb(g.rungs)::text, 'null')),
+      jsonb_build_object('sessionId', p_session_id, 'detail', format('with rungs %s', coalesce(to_jsonb(g.rungs)::text, 'null'))));
   END IF;
   RETURN sc_lineage_json(g) || '{"created": false}';
 END
