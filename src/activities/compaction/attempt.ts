@@ -14,7 +14,7 @@ import { earlierDecision } from './decision';
 import type { CompactSessionInput, CompactionActivityDeps } from './deps';
 import { Heartbeat, incarnationOfPreviousAttempt } from './heartbeat';
 import { RUNG_NAMES, rungsFor } from './rung-setting';
-import { propose } from './rungs';
+import { propose, type RungCosts } from './rungs';
 import { takeSnapshot } from './snapshot';
 
 export async function compactionAttempt(input: CompactSessionInput, deps: CompactionActivityDeps): Promise<Answer> {
@@ -61,8 +61,9 @@ export async function compactionAttempt(input: CompactSessionInput, deps: Compac
   if (gain?.declined) return decide.refuse(minGainReason(gain), { gain, declined: true });
 
   const step = { snapshot, input, deps, heartbeat, decide };
-  const proposed = await propose(step, rungsFor(enabled));
-  const audit = { costs: proposed.costs, gain };
+  const costs: RungCosts = {};
+  const proposed = await propose(step, rungsFor(enabled), costs);
+  const audit = { costs, gain };
   if ('refusal' in proposed) return decide.refuse(proposed.refusal, { ...proposed.usage, passedRungs: proposed.passedRungs, ...audit });
   return commitProposal(step, attempt, proposed, audit);
 }

@@ -49,9 +49,6 @@ export interface Passed {
 /** A rung's answer: a head to gate and commit, a refusal of the job, or a pass to the next rung (undefined: a pass without a reason). */
 export type RungResult = Proposed | { refusal: string; usage: SummariserUsage; passedRungs?: PassedRungs } | Passed | undefined;
 
-/** What `propose` answers: a rung's proposal or refusal, with what each rung that ran was billed. */
-export type Proposition = Exclude<RungResult, Passed | undefined> & { costs: RungCosts };
-
 export interface RungStep {
   snapshot: Snapshot;
   input: CompactSessionInput;
@@ -197,12 +194,12 @@ const addUsage = (a: SummariserUsage, b: SummariserUsage = {}): SummariserUsage 
  * The first rung's proposal (or refusal). What the rungs that passed paid for is added to its
  * usage, and why they passed goes with it (`passedRungs`, the audit row's `passed_rungs`).
  * When every rung passed: the head one of them left behind (for the gates to refuse), or a
- * refusal with every rung's reason.
+ * refusal with every rung's reason. What each rung that ran was billed goes into `costs`, by
+ * rung name (a rung that is not enabled did not run).
  */
-export async function propose(step: RungStep, rungs: readonly Rung[] = RUNGS): Promise<Proposition> {
+export async function propose(step: RungStep, rungs: readonly Rung[] = RUNGS, costs: RungCosts = {}): Promise<Exclude<RungResult, Passed | undefined>> {
   const passed: string[] = [];
   const passedRungs: PassedRungs = {};
-  const costs: RungCosts = {};
   let paid: SummariserUsage = {};
   let leftBehind: Proposed | undefined;
   for (const rung of rungs) {
@@ -216,11 +213,11 @@ export async function propose(step: RungStep, rungs: readonly Rung[] = RUNGS): P
       leftBehind = result.leftBehind ?? leftBehind;
       continue;
     }
-    if (passed.length === 0) return { ...result, costs };
+    if (passed.length === 0) return result;
     const usage = addUsage(paid, result.usage);
-    return { ...result, usage, passedRungs, costs };
+    return { ...result, usage, passedRungs };
   }
-  if (leftBehind) return { ...leftBehind, passedRungs, costs };
-  if (passed.length > 0) return { refusal: `no rung could bring the head under its target (${passed.join('; ')})`, usage: paid, passedRungs, costs };
+  if (leftBehind) return { ...leftBehind, passedRungs };
+  if (passed.length > 0) return { refusal: `no rung could bring the head under its target (${passed.join('; ')})`, usage: paid, passedRungs };
   throw new Error(`no rung proposed a head (rungs: ${rungs.map((r) => r.name).join(', ')}); the last rung must always propose or refuse`);
 }
