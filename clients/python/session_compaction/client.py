@@ -132,13 +132,17 @@ class SessionsClient:
         model: str | None = None,
         context_window: int | None = None,
         dialect: DialectName = "openai-chat",
+        rungs: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """Creates a session (the root of a new lineage) and starts its workflow. Idempotent
         for the same parameters; a closed lineage is a LineageClosedError. ``compact_at_tokens``
         is the auto-compaction threshold in tokens (the TypeScript client also takes a
         percentage of a known model's window). ``dialect`` is the provider API format of the
         lineage's messages (``openai-chat``, ``openai-responses``, ``openai-agents``, ``anthropic``, ``gemini``):
-        they are checked, stored and returned in it."""
+        they are checked, stored and returned in it. ``rungs`` are the rungs the lineage's
+        compactions may use (``masking``, ``summary``, ``trim``; the others pass as not enabled);
+        None: the worker's default (COMPACTION_RUNGS). An unknown name, an empty list or the trim
+        alone is an InvalidInputError and nothing is written."""
         check_session_id(session_id)
         if mode not in COMPACTION_MODES:
             raise InvalidInputError("mode", f"must be one of {', '.join(COMPACTION_MODES)}")
@@ -148,9 +152,11 @@ class SessionsClient:
         check_name(model, "model", 200)
         check_count(compact_at_tokens, "compactAtTokens")
         check_count(context_window, "contextWindow")
+        if rungs is not None and (isinstance(rungs, str) or not all(isinstance(r, str) for r in rungs)):
+            raise InvalidInputError("rungs", "must be a list of rung names")
         lineage = await self._call(
-            "select session_create(%s, %s, %s, %s::integer, %s::text, %s::integer, %s::text)",
-            (session_id, source, mode, compact_at_tokens, model, context_window, dialect),
+            "select session_create(%s, %s, %s, %s::integer, %s::text, %s::integer, %s::text, %s::text[])",
+            (session_id, source, mode, compact_at_tokens, model, context_window, dialect, None if rungs is None else list(rungs)),
         )
         # From now on this client writes to this incarnation of the lineage (see append).
         self._held[lineage["lineageId"]] = lineage["incarnation"]
@@ -163,7 +169,7 @@ class SessionsClient:
         result = {"sessionId": session_id, "lineageId": lineage["lineageId"], "mode": lineage["mode"], "dialect": lineage["dialect"]}
         if lineage.get("source"):
             result["source"] = lineage["source"]
-        for key in ("compactAtTokens", "model", "contextWindow"):
+        for key in ("compactAtTokens", "model", "contextWindow", "rungs"):
             if lineage.get(key):
                 result[key] = lineage[key]
         return result
