@@ -29,6 +29,7 @@ import { openDatabase, runMigrations } from '../src/db/database';
 import { lineageWorkflowId } from '../src/workflows/contract';
 import { measureTokenCounting } from './token-counting';
 import { runFaults } from './faults';
+import { measureRungs } from './rungs';
 import { FLOOR_TABLE_SQL, insertFloorRow } from './naive-activities';
 import { createReferenceDesign } from './reference-design';
 import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess } from './stack';
@@ -239,6 +240,12 @@ const SECTIONS: Array<{ name: string; measures: string; shared: boolean; slow?: 
   { name: 'faults', measures: 'the fault scenarios, both designs', shared: true, run: measureFaults },
   { name: 'wake', measures: 'the first request to a lineage evicted from the worker cache', shared: true, run: measureWake },
   { name: 'memory', measures: 'worker memory per cached idle lineage, reuseV8Context on and off', shared: true, slow: true, run: measureMemory },
+  {
+    name: 'rungs',
+    measures: 'per rung, over every compaction the sections before it ran: compactions, tokens shed, tokens paid, cached share',
+    shared: true,
+    run: async (b) => void (b.results.rungs = await measureRungs(b.database.db)),
+  },
   {
     name: 'eager',
     measures: 'eager activity dispatch, on a fresh server with it enabled',
@@ -929,6 +936,13 @@ function renderTable(r: Record<string, any>): string {
           `${m.kibPerCachedLineage} KiB, ${m.withIdleLineagesMiB} MiB`,
         );
     }
+  }
+  if (r.rungs) {
+    for (const [rung, f] of Object.entries<any>(r.rungs))
+      add(
+        `rung ${rung}: compactions / tokens shed / tokens paid / cached share`,
+        `${f.compactions} / ${f.tokensShed} / ${f.tokensPaid} / ${f.cachedShare ?? 'n/a'}`,
+      );
   }
   if (r.eager) {
     for (const [k, v] of Object.entries<any>(r.eager))
