@@ -23,7 +23,7 @@ export interface RungCost {
 }
 
 /** One step of a provider's usage.iterations (Anthropic), in RungCost's names. */
-export interface UsageIteration {
+interface UsageIteration {
   type?: string;
   inputTokens: number;
   outputTokens: number;
