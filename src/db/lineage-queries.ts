@@ -10,6 +10,7 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { dialectOf, type DialectName, type Message } from '../compaction/dialects';
 import { canonicalJson } from '../compaction/json';
+import type { GainFigures, RungCost } from '../compaction/gain';
 import { isMaskedOutput } from '../compaction/masking';
 import { CompactionNotFoundError, InvalidInputError, SessionNotFoundError } from '../errors';
 import type { Database } from './database';
@@ -146,6 +147,10 @@ export interface CompactionView {
   rung?: 'summary' | 'masking' | 'trim' | null;
   /** Why each rung before the one that answered passed, by rung name. */
   passedRungs?: Record<string, string> | null;
+  /** What each rung that ran was billed, by rung name (src/compaction/gain.ts RungCost). */
+  costs?: Record<string, RungCost> | null;
+  /** The minimum-gain guard's figures, when it judged the job. */
+  gain?: GainFigures | null;
   /** The ledger it committed (src/compaction/ledger.ts). */
   ledger?: unknown;
   [column: string]: unknown;

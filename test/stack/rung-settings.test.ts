@@ -69,6 +69,8 @@ describe('the rung setting and the cost per rung (worker defaults)', () => {
     expect(row.costs).toEqual({ summary: billed(stack()) });
     expect(row.costs?.summary?.inputTokens).toBeGreaterThan(0);
     expect(row.summariserPromptTokens).toBe(row.costs?.summary?.inputTokens);
+    // The operator's history shows the same costs.
+    expect((await stack().client.operator.history(id)).compactions.at(-1)?.costs).toEqual(row.costs);
     expect(row.gain).toBeNull();
   });
 
