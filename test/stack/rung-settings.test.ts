@@ -74,6 +74,22 @@ describe('the rung setting and the cost per rung (worker defaults)', () => {
     expect(row.gain).toBeNull();
   });
 
+  it('a summary that paid and then passed (its head over the window) keeps its cost beside the trim that answered', async () => {
+    const id = uniqueId('rungs-trim-cost');
+    const created = await maskableLineage(stack(), id, { rungs: ['summary', 'trim'] });
+    const window = created.contextWindow!;
+    stack().llm.setDefault({ text: `A very long summary. ${'Every detail of every part, restated. '.repeat(Math.ceil((window * 5) / 38))}` });
+    const answer = await stack().client.compact(id, { timeoutMs: 60_000 });
+    expect(answer.outcome, answer.reason).toBe('compacted');
+    const [row] = await auditRows(stack().db.db, id);
+    expect(row).toMatchObject({
+      rung: 'trim',
+      passedRungs: { masking: 'not enabled for this lineage', summary: expect.stringMatching(/over the context window/) },
+    });
+    expect(row.costs).toEqual({ summary: billed(stack()), trim: { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, calls: 0 } });
+    expect(row.costs?.summary?.outputTokens).toBeGreaterThan(window);
+  });
+
   it('refuses a bad setting with InvalidInputError and writes nothing: an unknown name, an empty list, the trim alone', async () => {
     for (const rungs of [['summary', 'bogus'], [], ['trim']]) {
       const id = uniqueId('rungs-bad');
