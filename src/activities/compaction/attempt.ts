@@ -68,7 +68,11 @@ export async function compactionAttempt(input: CompactSessionInput, deps: Compac
   return commitProposal(step, attempt, proposed, audit);
 }
 
-/** An automatic job (the threshold asked, nothing forced) while the guard is on. */
+/**
+ * An automatic job (the threshold asked, nothing forced) while the guard is on. A job that
+ * other requests joined is not judged: the job's trigger is its first request's, and a joined
+ * one may be a caller's (the workflow sends no trigger per request).
+ */
 function guarded(input: CompactSessionInput, deps: CompactionActivityDeps): boolean {
-  return input.trigger === 'threshold' && !input.force && (deps.minGain?.turns ?? 0) > 0;
+  return input.trigger === 'threshold' && input.requestIds.length === 1 && !input.force && (deps.minGain?.turns ?? 0) > 0;
 }
