@@ -66,6 +66,7 @@ describe('the data plane SQL functions', () => {
         mode: (vector.mode as 'rotate') ?? 'rotate',
         source: vector.source as string | undefined,
         compactAtTokens: vector.compactAtTokens as number | undefined,
+        rungs: vector.rungs as string[] | undefined,
       })
       .catch((e) => e);
     expect(error).toBeInstanceOf(ERROR_TYPES[vector.type as keyof typeof ERROR_TYPES]);

@@ -47,7 +47,7 @@ async def test_create_refuses(client, case):
     if existing:
         await client.create_session(sid, mode=existing.get("mode", "rotate"), source=existing.get("source"))
     with pytest.raises(ERRORS[case["type"]]) as error:
-        await client.create_session(sid, mode=case.get("mode", "rotate"), source=case.get("source"), compact_at_tokens=case.get("compactAtTokens"))
+        await client.create_session(sid, mode=case.get("mode", "rotate"), source=case.get("source"), compact_at_tokens=case.get("compactAtTokens"), rungs=case.get("rungs"))
     assert str(error.value) == case["message"].replace(json.dumps(case["sessionId"]), json.dumps(sid))
     if "field" in case:
         assert error.value.field == case["field"]
