@@ -129,6 +129,16 @@ function gateCell(c: CompactionView): Html {
   return html`${c.gate ? html`refused by ${c.gate}` : '-'}`;
 }
 
+/** What each rung that ran was billed, and the minimum-gain guard's figures (docs/compaction.md, "What a compaction costs"). */
+function costLines(c: CompactionView): Html {
+  const costs = Object.entries(c.costs ?? {});
+  return html`${costs.length > 0 ? html`<p id="costs">billed: ${costs.map(([rung, k]) => html`${rung} ${k.inputTokens} in (${k.cacheReadTokens} cached, ${k.cacheWriteTokens} written), ${k.outputTokens} out, ${k.calls} call(s); `)}</p>` : ''}${
+    c.gain
+      ? html`<p id="gain">minimum gain over ${c.gain.turns} turn(s)${c.gain.estimated ? ' (estimated)' : ''}: saving ${c.gain.expectedSaving}, cost ${c.gain.cost}, cache invalidated ${c.gain.cacheInvalidated}, net ${c.gain.net}${c.gain.declined ? ' (declined)' : ''}</p>`
+      : ''
+  }`;
+}
+
 function lineagePage(detail: LineageDetail, webUi: string): Html {
   const { lineage } = detail;
   return page(
@@ -176,6 +186,7 @@ requests ${(c.requestIds ?? []).join(', ')} · model ${n(c.model)} · tokens ${n
 <p id="range">summarised: ${detail.summarised.fromSeq != null ? html`lineage seq ${detail.summarised.fromSeq}–${n(detail.summarised.toSeq)}${detail.summarised.inferred ? ' (inferred from the transcripts)' : ''}` : 'nothing'}
 · parent <code>${c.parentSessionId}</code>${c.childSessionId && c.childSessionId !== c.parentSessionId ? html` → child <code>${c.childSessionId}</code>` : c.childSessionId ? ' (in place)' : ''}</p>
 ${gateCell(c)}
+${costLines(c)}
 <h2>Summary</h2>
 ${c.rung === 'masking' ? html`<p id="rung">masking rung: old tool outputs were replaced by placeholders; no summariser call, and the head kept its summary</p>` : ''}
 ${c.rung === 'trim' ? html`<p id="rung">trim rung: no summary could bring the head under its target, so the oldest messages were dropped; the ledger below lists what they held</p>` : ''}

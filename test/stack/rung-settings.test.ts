@@ -13,6 +13,7 @@ import { dialectOf } from '../../src/compaction/dialects';
 import { estimateTranscriptTokens } from '../../src/compaction/tokens';
 import { auditRows } from '../../src/db/session-store';
 import { InvalidInputError } from '../../src/errors';
+import { createInspectorApp } from '../../src/inspector/server';
 import { plantedSession } from '../support/planted';
 import { type TestStack, uniqueId, useTestStack } from '../support/stack';
 
@@ -37,6 +38,14 @@ function billed(on: TestStack) {
     cacheWriteTokens: 0,
     calls: on.llm.requests.length,
   };
+}
+
+/** The inspector's page of a compaction (its app, without a server). */
+async function inspectorPage(on: TestStack, compactionId: string): Promise<string> {
+  const app = createInspectorApp({ client: on.client, temporalUiUrl: 'http://127.0.0.1:8233' });
+  const response = await app.request(`http://127.0.0.1/compactions/${encodeURIComponent(compactionId)}`);
+  expect(response.status).toBe(200);
+  return response.text();
 }
 
 const words = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag}${i}`).join(' ');
@@ -71,6 +80,9 @@ describe('the rung setting and the cost per rung (worker defaults)', () => {
     expect(row.summariserPromptTokens).toBe(row.costs?.summary?.inputTokens);
     // The operator's history shows the same costs.
     expect((await stack().client.operator.history(id)).compactions.at(-1)?.costs).toEqual(row.costs);
+    // And the inspector's page of the compaction.
+    const page = await inspectorPage(stack(), row.id);
+    expect(page).toContain(`summary ${row.costs!.summary!.inputTokens} in (${row.costs!.summary!.cacheReadTokens} cached, 0 written)`);
     expect(row.gain).toBeNull();
   });
 
@@ -138,6 +150,7 @@ describe('the worker default (COMPACTION_RUNGS) and the minimum-gain guard', () 
     expect(row.gain!.net).toBeLessThan(0);
     expect(row.gain!.net).toBeCloseTo(row.gain!.expectedSaving - row.gain!.cost - row.gain!.cacheInvalidated, 1);
     expect(row.costs).toBeNull();
+    expect(await inspectorPage(stack(), row.id)).toMatch(/<p id="gain">minimum gain over 1 turn\(s\) \(estimated\): .* \(declined\)<\/p>/);
     const { rows } = await stack().db.db.execute(sql`select auto_failures, auto_cooldown_until, auto_request_id from lineages where id = ${id}`);
     expect(rows[0]).toEqual({ auto_failures: 0, auto_cooldown_until: null, auto_request_id: null });
     // No cooldown: the next append at or above the threshold asks again.
