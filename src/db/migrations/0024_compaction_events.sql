@@ -57,8 +57,11 @@ DROP TRIGGER IF EXISTS "compactions_event_log" ON "compactions";
 CREATE TRIGGER "compactions_event_log" AFTER INSERT OR UPDATE OF "outcome" ON "compactions"
   FOR EACH ROW EXECUTE FUNCTION sc_log_compaction_event();
 --> statement-breakpoint
--- The audit rows from before the log: each one's status now, in the order the jobs started.
+-- The audit rows from before the log: each one's status now (sc_compaction_event_status's mapping,
+-- written out: a migration calls no function file), in the order the jobs started.
 INSERT INTO "compaction_events" ("lineage_id", "compaction_id", "status", "recorded_at")
-SELECT c.lineage_id, c.id, sc_compaction_event_status(c.outcome), coalesce(c.finished_at, c.started_at)
+SELECT c.lineage_id, c.id,
+       CASE c.outcome WHEN 'running' THEN 'in_progress' WHEN 'compacted' THEN 'completed' WHEN 'refused' THEN 'failed' WHEN 'aborted' THEN 'failed' ELSE 'cancelled' END,
+       coalesce(c.finished_at, c.started_at)
   FROM "compactions" c
  ORDER BY c.started_at, c.id;
