@@ -80,9 +80,9 @@ export interface CompactionEventPage {
   more: boolean;
 }
 
-export const DEFAULT_EVENT_LIMIT = 100;
-export const MAX_EVENT_LIMIT = 1000;
-export const DEFAULT_POLL_INTERVAL_MS = 250;
+const DEFAULT_EVENT_LIMIT = 100;
+const MAX_EVENT_LIMIT = 1000;
+const DEFAULT_POLL_INTERVAL_MS = 250;
 
 export interface ReadCompactionEventsOptions {
   /** The cursor of the last event the caller has (default: from the first event of the lineage). */
