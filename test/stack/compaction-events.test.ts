@@ -190,6 +190,38 @@ describe('compactionEvents', () => {
     expect(await stack().client.readCompactionEvents(root, { limit: 3 })).toMatchObject({ cursor: all[2].cursor, more: true });
   });
 
+  it('never hands out a cursor past an event whose transaction is still open (no loss when an older writer commits late)', async () => {
+    const root = await sessionWith(2);
+    const job = (n: number) => `${root}/job-${n}`;
+    for (const n of [1, 2])
+      await stack().db.pool.query(
+        `insert into compactions (id, lineage_id, parent_session_id, generation, request_ids, trigger, outcome) values ($1, $2, $2, 1, '[]'::jsonb, 'signal', 'stale')`,
+        [job(n), root],
+      );
+    const early = await stack().db.pool.connect();
+    try {
+      // An older writer: its event is written first, and committed last.
+      await early.query('begin');
+      await early.query(`update compactions set outcome = 'refused', reason = 'late' where id = $1`, [job(1)]);
+      await stack().db.pool.query(`update compactions set outcome = 'refused', reason = 'early' where id = $1`, [job(2)]);
+      const before = await stack().client.readCompactionEvents(root);
+      // The younger writer's event waits behind the open one: the cursor stays before both.
+      expect(before.events.map((e) => [e.compactionId, e.status])).toEqual([
+        [job(1), 'cancelled'],
+        [job(2), 'cancelled'],
+      ]);
+      await early.query('commit');
+      const after = await stack().client.readCompactionEvents(root, { after: before.cursor! });
+      expect(after.events.map((e) => [e.compactionId, e.status, e.error])).toEqual([
+        [job(1), 'failed', 'late'],
+        [job(2), 'failed', 'early'],
+      ]);
+    } finally {
+      await early.query('rollback').catch(() => undefined);
+      early.release();
+    }
+  });
+
   it('ends every wait at its bound: idle, overall timeout, abort; reads answer at once', async () => {
     const root = await sessionWith(2);
     expect(await stack().client.readCompactionEvents(root)).toEqual({ lineageId: root, events: [], cursor: null, more: false });
