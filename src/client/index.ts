@@ -5,6 +5,14 @@ export {
   type CreateSessionOptions,
   type SessionsClientOptions,
 } from './sessions-client';
+export type {
+  CompactionEvent,
+  CompactionEventMeta,
+  CompactionEventPage,
+  CompactionEventsOptions,
+  CompactionEventStatus,
+  ReadCompactionEventsOptions,
+} from './compaction-events';
 export { OperatorClient, type LineageStateWithProgress } from './operator-client';
 export type { ClientCoreOptions } from './client-core';
 export * from '../errors';

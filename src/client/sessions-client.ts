@@ -18,6 +18,14 @@ import { type DatabaseHandle, readWithRetry } from '../db/database';
 import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
 import { LineagePoller } from './answer-poller';
+import {
+  type CompactionEvent,
+  type CompactionEventPage,
+  type CompactionEventsOptions,
+  followCompactionEvents,
+  readCompactionEventPage,
+  type ReadCompactionEventsOptions,
+} from './compaction-events';
 import { InvalidInputError, LineageClosedError, LineageErasedError } from '../errors';
 import { deadlineOf, resendWhileUnreachable, runEndedResendDelay, sleep, withDeadline } from './deadline';
 import { isRunEndedError, isUpdateLimitError, typedErrorFrom } from './rpc-errors';
@@ -594,6 +602,32 @@ export class SessionsClient {
     const transcript = await readWithRetry(() => store.headTranscript(this.database.db, sessionId, { includeArchived: options.includeArchived }));
     if (options.for !== 'provider') return transcript;
     return { ...transcript, messages: dialectOf(transcript.dialect).forProvider(transcript.messages) };
+  }
+
+  /**
+   * One read of the compaction events of the session's lineage (any session id of it) after
+   * `after`, at most `limit` (default 100): see compactionEvents. Answers at once, with no
+   * events when none is new.
+   */
+  async readCompactionEvents(sessionId: string, options: ReadCompactionEventsOptions = {}): Promise<CompactionEventPage> {
+    checkSessionId(sessionId);
+    return readWithRetry(() => readCompactionEventPage(this.database.db, sessionId, options));
+  }
+
+  /**
+   * The compaction events of the session's lineage as they happen, each an Agent Client
+   * Protocol `compaction_update` (id, status in_progress / completed / failed / cancelled, the
+   * summary, what the audit row knows in `_meta`) plus its `cursor`: `for await (const event of
+   * client.compactionEvents(id, { signal }))`. From the first event of the lineage, or after
+   * `after` (a cursor an earlier event gave, in this process or another: exactly the events
+   * after it). Bounded: `limit` per read, a read every `pollIntervalMs` while nothing is new,
+   * and it ends (without an error) after `idleTimeoutMs` with nothing new, at `timeoutMs`
+   * (default COMPACTION_CALL_TIMEOUT_MS) or when `signal` aborts; resume with the last cursor.
+   * src/client/compaction-events.ts says how each status is derived.
+   */
+  compactionEvents(sessionId: string, options: CompactionEventsOptions = {}): AsyncGenerator<CompactionEvent, void, undefined> {
+    checkSessionId(sessionId);
+    return followCompactionEvents((read) => this.readCompactionEvents(sessionId, read), options, this.config.compaction.callTimeoutMs);
   }
 
   async lineage(sessionId: string) {

@@ -265,6 +265,37 @@ export const prunedMessages = pgTable(
   (t) => [check('pruned_messages_range', sql`${t.fromSeq} <= ${t.toSeq}`), index('pruned_messages_lineage').on(t.lineageId)],
 );
 
+/**
+ * The compaction event log (migration 0024): one row per change of a job's status, appended by
+ * the trigger compactions_event_log from the audit rows (functions/sc_log_compaction_event.sql)
+ * and read only through session_compaction_events (the clients' compactionEvents). `tx` is the
+ * writing transaction's id, which orders the log for readers; `reason` is set on an event the
+ * log derived. An event goes with its audit row (ON DELETE CASCADE).
+ */
+export const compactionEvents = pgTable(
+  'compaction_events',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    lineageId: text('lineage_id').notNull(),
+    compactionId: text('compaction_id')
+      .notNull()
+      .references(() => compactions.id, { onDelete: 'cascade' }),
+    status: text('status', { enum: ['in_progress', 'completed', 'failed', 'cancelled'] }).notNull(),
+    reason: text('reason'),
+    tx: customType<{ data: string }>({ dataType: () => 'xid8' })('tx')
+      .notNull()
+      .default(sql`pg_current_xact_id()`),
+    recordedAt: timestamp('recorded_at', { withTimezone: true })
+      .notNull()
+      .default(sql`clock_timestamp()`),
+  },
+  (t) => [
+    check('compaction_events_status_known', sql`${t.status} in ('in_progress', 'completed', 'failed', 'cancelled')`),
+    index('compaction_events_lineage').on(t.lineageId, t.tx, t.id),
+    index('compaction_events_compaction').on(t.compactionId),
+  ],
+);
+
 export type MessageRow = typeof messages.$inferSelect;
 
 /** The message a row holds, exactly as it was appended. */

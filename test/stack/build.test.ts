@@ -74,7 +74,7 @@ describe('npm run build', () => {
     }
     // No TypeScript sources and no dev stack in the output; declarations (.d.ts) for the package's entry points.
     expect(filesUnder(outDir).filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
-    for (const types of ['client/index.d.ts', 'openai-agents.d.ts', 'claude-agent-sdk.d.ts', 'langchain.d.ts', 'worker-package.d.ts'])
+    for (const types of ['client/index.d.ts', 'openai-agents.d.ts', 'claude-agent-sdk.d.ts', 'langchain.d.ts', 'ai-sdk.d.ts', 'worker-package.d.ts'])
       expect(existsSync(path.join(outDir, types)), types).toBe(true);
     expect(existsSync(path.join(outDir, 'dev'))).toBe(false);
     // The failure converter of encrypted payloads is bundled into one bundle, not the other
@@ -105,6 +105,7 @@ describe('npm run build', () => {
     const adapterPeers = new Map([
       ['langchain', 'adapters/langchain/'],
       ['@langchain/core', 'adapters/langchain/'],
+      ['ai', 'adapters/ai-sdk/'],
     ]);
     for (const [peer, under] of adapterPeers) {
       expect(packageJson.peerDependencies, peer).toHaveProperty(peer);

@@ -55,6 +55,17 @@ function openCall(name: DialectName): { call: Message; result: Message } {
         call: { role: 'model', parts: [{ functionCall: { name: 'read_file', args: { path: 'src/open.ts' }, id: 'call_open' } }] },
         result: { role: 'user', parts: [{ functionResponse: { name: 'read_file', id: 'call_open', response: { output: 'ok' } } }] },
       };
+    case 'ai-sdk':
+      return {
+        call: {
+          role: 'assistant',
+          content: [{ type: 'tool-call', toolCallId: 'call_open', toolName: 'read_file', input: { path: 'src/open.ts' } }],
+        },
+        result: {
+          role: 'tool',
+          content: [{ type: 'tool-result', toolCallId: 'call_open', toolName: 'read_file', output: { type: 'text', value: 'ok' } }],
+        },
+      };
     default:
       return {
         call: { type: 'function_call', call_id: 'call_open', name: 'read_file', arguments: '{"path":"src/open.ts"}' },

@@ -19,7 +19,7 @@ import contextlib
 import re
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -31,6 +31,7 @@ from temporalio.service import RetryConfig
 
 from .answer_poller import await_answer
 from .checks import COMPACTION_MODES, CompactionMode, check_compact_request, check_name, check_session_id
+from .compaction_events import DEFAULT_EVENT_LIMIT, check_read_options, follow_compaction_events
 from .config import Config, load_config, temporal_connect_options
 from .data_plane import DataPlane, open_pool
 from .deadline import CallDeadline, reraise_cancellation
@@ -362,6 +363,48 @@ class SessionsClient:
     async def lineage(self, session_id: str) -> dict[str, Any]:
         """The lineage's state and its sessions, root first."""
         return await self._data.lineage(session_id)
+
+    async def read_compaction_events(self, session_id: str, *, after: str | None = None, limit: int = DEFAULT_EVENT_LIMIT) -> dict[str, Any]:
+        """One read of the compaction events of the session's lineage (any session id of it) after
+        the cursor ``after``, at most ``limit`` (1 to 1000): ``{lineageId, events, cursor, more}``
+        (SQL ``session_compaction_events``; see compaction_events). Answers at once, with no
+        events when none is new."""
+        check_session_id(session_id)
+        check_read_options(after, limit)
+        return await self._call("select session_compaction_events(%s, %s::text, %s::integer)", (session_id, after, limit))
+
+    def compaction_events(
+        self,
+        session_id: str,
+        *,
+        after: str | None = None,
+        limit: int = DEFAULT_EVENT_LIMIT,
+        poll_interval: float | None = None,
+        idle_timeout: float | None = None,
+        timeout: float | None = None,
+        stop: asyncio.Event | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The compaction events of the session's lineage as they happen, each an Agent Client
+        Protocol ``compaction_update`` (``compactionId``, ``status`` in_progress / completed /
+        failed / cancelled, ``summary``, ``error``, ``_meta``) plus its ``cursor``:
+        ``async for event in client.compaction_events(session_id): ...``. From the first event
+        of the lineage, or after ``after`` (a cursor an earlier event gave, in this process or
+        another: exactly the events after it). Bounded: ``limit`` per read, a read every
+        ``poll_interval`` seconds (default 0.25) while nothing is new; it ends without an error
+        after ``idle_timeout`` seconds with nothing new, at ``timeout`` (default
+        COMPACTION_CALL_TIMEOUT_MS) or when ``stop`` is set. The TypeScript client's
+        ``compactionEvents``."""
+        check_session_id(session_id)
+        overall = self.config.call_timeout_ms / 1000 if timeout is None else positive_seconds(timeout, "timeout")
+        return follow_compaction_events(
+            lambda cursor, most: self.read_compaction_events(session_id, after=cursor, limit=most),
+            after=after,
+            limit=limit,
+            poll_interval=poll_interval,
+            idle_timeout=idle_timeout,
+            timeout=overall,
+            stop=stop,
+        )
 
     async def ledger(self, session_id: str) -> dict[str, Any] | None:
         """The ledger the lineage's head carries (SQL ``session_ledger``): the user's requests and
