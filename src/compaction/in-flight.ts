@@ -12,10 +12,10 @@
  *  - background work: a subagent or job whose call's result says it is running (a Task or
  *    spawn call, a background shell and its id), with what it was asked to do; released when a
  *    later result that names it reports it finished (or killed);
- *  - user turns not yet answered: every real user request, in order, until the agent ends a
- *    turn with an answer (an assistant message with text and no tool call after it); each
- *    answer answers the oldest one, so turns queued behind one another stay until each is
- *    answered;
+ *  - user turns not yet answered: every real user request, in order (one that arrives while
+ *    an earlier one is unanswered is queued behind it), until the agent ends a turn with an
+ *    answer (an assistant message with text and no tool call after it before the next user
+ *    turn), which answers every turn it has seen;
  *  - standing instructions: a user's constraints for every turn ("never edit X", "always ...",
  *    "from now on ..."), verbatim, and the project instruction files the agent read
  *    (CLAUDE.md, AGENTS.md, GEMINI.md), their text as read.
@@ -25,7 +25,7 @@
  * the exact strings `inFlightFacts` lists. Pure.
  */
 import type { Dialect, Message, ToolCall } from './dialects/types';
-import { commandOf, dataLine, parsedInput, stringsIn } from './facts';
+import { commandOf, dataLine, maskedOutcomeOf, outcomeOf, parsedInput, stringsIn } from './facts';
 import { isJsonObject, type JsonValue } from './json';
 import { cutText } from './text';
 
@@ -243,6 +243,9 @@ export class InFlightTracker {
     for (const result of dialect.toolResults(message)) {
       const seen = result.id !== undefined ? this.calls.get(result.id) : undefined;
       this.result(seen, result.text, result.isError, result.id, seq);
+      // A placeholder is read as one only in a row a compaction wrote (seq null): a caller's tool output is read as the text it is.
+      const outcome = (seq === null ? maskedOutcomeOf(result.text) : undefined) ?? outcomeOf(result.text, result.isError);
+      this.outcome(dataLine(seen?.target ?? result.name ?? 'a tool', 200), outcome.failed, dataLine(outcome.summary, 200), result.text);
     }
   }
 
@@ -252,7 +255,7 @@ export class InFlightTracker {
   }
 
   private endOfTurn() {
-    if (this.state.answering) this.state.queued.shift();
+    if (this.state.answering) this.state.queued = [];
     this.state.answering = false;
   }
 
@@ -267,7 +270,8 @@ export class InFlightTracker {
         this.state.plan = planDone(plan) ? undefined : plan;
       }
     }
-    const seen: CallSeen = { name: call.name, command: commandOf(call.name, call.input), target: this.targetOf(call), input };
+    const command = commandOf(call.name, call.input);
+    const seen: CallSeen = { name: call.name, command, target: command ?? this.targetOf(call), input };
     const runInBackground = isJsonObject(input) && (input.run_in_background === true || input.background === true || input.detach === true);
     if (runInBackground || SUBAGENT_TOOLS.test(call.name)) {
       const task = firstString(input, ['description', 'prompt', 'task', 'command', 'cmd', 'message', 'goal']) ?? seen.command ?? call.name;
@@ -298,12 +302,12 @@ export class InFlightTracker {
     if (this.state.background.length === 0) return;
     const finished = /<status>(?:completed|failed|killed|exited|done)<\/status>/i.test(text) || (FINISHED.test(text) && !RUNNING.test(text));
     if (!finished) return;
-    const named = (b: BackgroundWork) => text.includes(b.id) || (seen !== undefined && stringsIn(seen.input).some((s) => s === b.id));
+    const named = (b: BackgroundWork) => idIn(b.id, text) || (seen !== undefined && stringsIn(seen.input).some((s) => s === b.id));
     this.state.background = this.state.background.filter((b) => !named(b));
   }
 
   /** A command's (or a tool's on a target) outcome: a failure opens (or replaces) its error, a success resolves it. */
-  outcome(source: string, failed: boolean, line: string, output: string) {
+  private outcome(source: string, failed: boolean, line: string, output: string) {
     if (failed) {
       const previous = this.openErrors.get(source);
       if (previous) previous.resolved = true; // superseded by the latest run's failure
@@ -339,6 +343,9 @@ export class InFlightTracker {
     while (list.length > max) this.dropped.push({ kind, facts: facts(list.shift()!) });
   }
 }
+
+/** Whether a text names an id as a whole word (`agent_1` is not named by `agent_11`). */
+const idIn = (id: string, text: string) => new RegExp(`(?<![\\w.-])${id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`).test(text);
 
 /** The exact strings of an open error the head must hold: what failed and the lines that say why. */
 export const errorFacts = (e: LedgerError): string[] => [dataLine(String(e.source), 200), ...(e.lines ?? [])];

@@ -242,14 +242,14 @@ function trackRange(
   onCall?: OnCall,
 ) {
   const tracker = new InFlightTracker(previous.errors, previous.inFlight ?? emptyInFlight(), targetOf, options);
-  const calls = new Map<string, { name: string; command?: string; target?: string }>();
+  const calls = new Map<string, { command?: string }>();
   range.forEach(({ message, seq }, i) => {
     tracker.message(message, seq, dialect);
     onCall?.message(message, seq, i);
     for (const call of dialect.toolCalls(message)) {
       const files = filesOfCall(call);
       const command = commandOf(call.name, call.input);
-      if (call.id) calls.set(call.id, { name: call.name, command, target: command ?? targetOf(call, files) });
+      if (call.id) calls.set(call.id, { command });
       onCall?.call(call, files, command);
     }
     for (const result of dialect.toolResults(message)) {
@@ -257,17 +257,15 @@ function trackRange(
       // A placeholder is read as one only in a row a compaction wrote (seq null): a caller's tool output is read as the text it is.
       const outcome = (seq === null ? maskedOutcomeOf(result.text) : undefined) ?? outcomeOf(result.text, result.isError);
       onCall?.result(call?.command, outcome);
-      const source = dataLine(call?.target ?? result.name ?? 'a tool', 200);
-      tracker.outcome(source, outcome.failed, dataLine(outcome.summary, 200), result.text);
     }
   });
   tracker.finish();
   return tracker;
 }
 
-/** What a tool call is a source of errors for: its command line, or the tool and the file it acts on. */
-function targetOf(call: ToolCall, files = filesOfCall(call)): string {
-  return commandOf(call.name, call.input) ?? `${call.name} ${files.find((f) => f.action !== 'mentioned')?.path ?? ''}`.trim();
+/** What a tool call that runs no command is a source of errors for: the tool and the file it acts on. */
+function targetOf(call: ToolCall): string {
+  return `${call.name} ${filesOfCall(call).find((f) => f.action !== 'mentioned')?.path ?? ''}`.trim();
 }
 
 /** What the ledger's own build does at each step of trackRange. */
