@@ -9,9 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { DIALECT_NAMES, dialectOf, type Message } from '../../src/compaction/dialects';
 import { keepsFacts, runGates } from '../../src/compaction/gates';
 import { emptyInFlight, errorLinesOf, InFlightTracker, nextStep, planStepsOf, saysResolved, standingInstructionsIn } from '../../src/compaction/in-flight';
-import { buildLedger, emptyLedger, type Ledger, ledgerFrom, summaryWithLedger } from '../../src/compaction/ledger';
+import { buildLedger, emptyLedger, type Ledger, ledgerFrom, renderLedger, summaryWithLedger } from '../../src/compaction/ledger';
 import { planCompaction } from '../../src/compaction/plan';
 import { summaryProposal } from '../../src/compaction/proposal';
+import { buildSummaryPrompt } from '../../src/compaction/summary-prompt';
 import { estimateTokens } from '../../src/compaction/tokens';
 import { isOpen, plantedSession } from '../support/planted';
 
@@ -225,5 +226,18 @@ describe('in-flight entries in a stored ledger', () => {
     const old = JSON.parse(JSON.stringify(ledger)) as Record<string, unknown>;
     delete old.inFlight;
     expect(ledgerFrom(old).inFlight).toEqual(emptyInFlight());
+  });
+});
+
+describe('no drift across generations', () => {
+  it('gives the summariser the stored ledger as fixed text beside the new range (not in the prefix layout, whose head holds it)', () => {
+    const ledger = renderLedger({ ...emptyLedger(), inFlight: { ...emptyInFlight(), queued: [{ seq: 4, text: 'Also bump the version.' }] } });
+    const base = { lines: ['assistant: done'], force: false, chunk: { index: 1, count: 1 }, cut: false };
+    const [system, user] = buildSummaryPrompt({ ...base, ledger, previousSummary: 'Earlier: set up CI.' });
+    expect(system.content).toContain('do not restate, reword or correct it');
+    expect(user.content).toContain(`Ledger so far (fixed text, kept by the service):\n${ledger}`);
+    expect(String(user.content).indexOf('Ledger so far')).toBeLessThan(String(user.content).indexOf('Messages to summarise'));
+    const prefixed = buildSummaryPrompt({ ...base, lines: [], ledger, prefix: { messages: [], from: 1, to: 1 } });
+    expect(prefixed[1].content).not.toContain('Ledger so far');
   });
 });
