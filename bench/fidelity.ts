@@ -8,7 +8,12 @@
  *    ledger: requests cut to the bound, file paths of user and assistant text and tool inputs,
  *    identifiers the user named), and the same share for the summary prose alone (no ledger:
  *    what the head would know without it);
- *  - tokens before and after the compaction, and whether the head is at or under its target.
+ *  - tokens before and after the compaction, and whether the head is at or under its target;
+ *  - probes (./fidelity-probes.ts): what the agent needs to continue (the file edited last, the
+ *    open error, the plan's next step, the subagents still running, the user turns not yet
+ *    answered, the standing instructions, what the user asked last and corrected), each an
+ *    exact string of the transcript looked up in the head.
+ * The summariser is given the stored ledger as fixed text beside the range, as the activity does.
  * Sessions: the real corpus (`../shared/corpus`, every file; its Responses rollouts also in the
  * Agents SDK's spelling) when it is there, and generated sessions with planted facts in every
  * dialect. Summarisers: the built-in extractive one, and a local OpenAI-compatible stub that
@@ -38,6 +43,7 @@ import { PROJECT_ROOT } from '../src/config';
 import { toAgentsItems } from '../test/support/agents-items';
 import { startFakeLlm } from '../test/support/fake-llm';
 import { plantedSession, type PlantedFacts } from '../test/support/planted';
+import { PROBE_KINDS, type ProbeKind, probesOf } from './fidelity-probes';
 
 const quick = process.argv.includes('--quick');
 const CORPUS = path.resolve(PROJECT_ROOT, '..', 'shared', 'corpus');
@@ -86,6 +92,8 @@ interface Measure {
   tokensAfter: number;
   /** The compaction committed and left the head under the threshold it compacted at. */
   underTarget: boolean;
+  /** Probes answered by exact lookup in the head: [found, asked] per kind. */
+  probes: Partial<Record<ProbeKind, [number, number]>>;
 }
 
 function corpusSessions(): Session[] {
@@ -104,10 +112,10 @@ function corpusSessions(): Session[] {
 }
 
 function generatedSessions(): Session[] {
-  const dialects: DialectName[] = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini'];
+  const dialects: DialectName[] = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini', 'ai-sdk'];
   return dialects.flatMap((dialect) =>
     Array.from({ length: quick ? 1 : 3 }, (_, k) => {
-      const { messages, facts } = plantedSession(dialect, 100 + k, 60, { outputLines: 40 });
+      const { messages, facts } = plantedSession(dialect, 100 + k, 60, { outputLines: 40, inFlight: true });
       return { source: `generated/seed-${100 + k}`, dialect, messages, planted: facts };
     }),
   );
@@ -123,16 +131,24 @@ function turns(session: Session): Message[][] {
 }
 
 /** The summariser's prose for a plan's middle, as the activity asks for it. */
-async function summarise(summariser: Summariser, head: Message[], plan: CompactionPlan, dialect: Dialect, force: boolean): Promise<string> {
+async function summarise(summariser: Summariser, head: Message[], plan: CompactionPlan, dialect: Dialect, force: boolean, ledger?: string): Promise<string> {
   const summary = await summariseInChunks(
     summariser,
-    { middle: plan.middle.map((i) => head[i]), previousSummary: plan.previousSummary, force, latestUserRequest: latestUserRequestText(head, dialect), dialect },
+    {
+      middle: plan.middle.map((i) => head[i]),
+      previousSummary: plan.previousSummary,
+      force,
+      latestUserRequest: latestUserRequestText(head, dialect),
+      dialect,
+      ledger,
+    },
     { inputBudgetTokens: 100_000, signal: new AbortController().signal, onProgress: () => undefined },
   );
   return summary.text;
 }
 
 const refusals: string[] = [];
+const probeMisses: string[] = [];
 const share = (found: number, total: number) => (total === 0 ? 1 : found / total);
 const findable = (facts: readonly string[], text: string) => facts.filter((f) => text.includes(f)).length;
 
@@ -184,7 +200,7 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
         : undefined;
     let prose = '';
     if (!proposal && plan.middle.length > 0) {
-      prose = await summarise(summariser, head, plan, dialect, false);
+      prose = await summarise(summariser, head, plan, dialect, false, stored ? renderLedger(ledger) : undefined);
       const budget = ledgerBudget(
         CONTEXT_WINDOW,
         LEDGER,
@@ -256,7 +272,16 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
           tokensBefore,
           tokensAfter: report.failed ? tokensBefore : tokensAfter,
           underTarget: !report.failed && tokensAfter < THRESHOLD,
+          probes: {},
         };
+        for (const probe of probesOf(session.messages, next - 1, dialect, LEDGER.requestChars, session.planted)) {
+          const [found, asked] = measure.probes[probe.kind] ?? [0, 0];
+          measure.probes[probe.kind] = [found + (text.includes(probe.answer) ? 1 : 0), asked + 1];
+          if (!text.includes(probe.answer))
+            probeMisses.push(
+              `${session.source} (${session.dialect}, ${name}, ${rung}) after ${n}: ${probe.kind}: ${JSON.stringify(probe.answer.slice(0, 80))}`,
+            );
+        }
         if (session.planted) {
           // Only what was appended so far can be known.
           const seen = (f: string) =>
@@ -332,6 +357,39 @@ const pct = (x: number | undefined) => (x === undefined ? '' : `${(100 * x).toFi
 const mean = (xs: number[]) => (xs.length === 0 ? undefined : xs.reduce((a, b) => a + b, 0) / xs.length);
 const min = (xs: number[]) => (xs.length === 0 ? undefined : Math.min(...xs));
 
+/**
+ * The probe table: per session source (corpus, generated), summariser and compaction count, each
+ * probe kind as found of asked (summed over the sessions and checkpoints of the row), and the
+ * heads under the threshold. Summary rung only.
+ */
+function probeTable(measures: Measure[]): string {
+  const rows = [
+    `Probes (exact answers found in the head, found of asked), summary rung:\n\n| sessions | summariser | after | ${PROBE_KINDS.join(' | ')} | under threshold |`,
+    `|---|---|---:|${PROBE_KINDS.map(() => '---:').join('|')}|---:|`,
+  ];
+  const groups = new Map<string, Measure[]>();
+  for (const m of measures.filter((x) => x.rung === 'summary')) {
+    const key = `${m.source.startsWith('corpus') ? 'corpus' : 'generated'}|${m.summariser}|${m.compactions}`;
+    groups.set(key, [...(groups.get(key) ?? []), m]);
+  }
+  const keys = [...groups.keys()].sort((a, b) => {
+    const [sa, ma, na] = a.split('|');
+    const [sb, mb, nb] = b.split('|');
+    return sa.localeCompare(sb) || ma.localeCompare(mb) || Number(na) - Number(nb);
+  });
+  for (const key of keys) {
+    const ms = groups.get(key)!;
+    const [source, summariser, n] = key.split('|');
+    const cells = PROBE_KINDS.map((kind) => {
+      const found = ms.reduce((s, m) => s + (m.probes[kind]?.[0] ?? 0), 0);
+      const asked = ms.reduce((s, m) => s + (m.probes[kind]?.[1] ?? 0), 0);
+      return asked === 0 ? '–' : `${found}/${asked}${found === asked ? '' : ` (${pct(found / asked)})`}`;
+    });
+    rows.push(`| ${source} (${ms.length}) | ${summariser} | ${n} | ${cells.join(' | ')} | ${ms.filter((m) => m.underTarget).length} of ${ms.length} |`);
+  }
+  return rows.join('\n');
+}
+
 async function main() {
   const llm = await startFakeLlm();
   llm.setDefault({ text: LOSSY });
@@ -377,7 +435,7 @@ async function main() {
     const key = `${m.dialect}|${m.summariser}|${m.compactions}`;
     groups.set(key, [...(groups.get(key) ?? []), m]);
   }
-  const order = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini'];
+  const order = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini', 'ai-sdk'];
   const keys = [...groups.keys()].sort((a, b) => {
     const [da, sa, na] = a.split('|');
     const [db, sb, nb] = b.split('|');
@@ -422,6 +480,14 @@ async function main() {
       );
     }
   }
+  console.log(`\n${probeTable(measures)}`);
+  if (probeMisses.length > 0)
+    console.log(
+      `\nProbes not answered by the head (first 20 of ${probeMisses.length}):\n${probeMisses
+        .slice(0, 20)
+        .map((r) => `- ${r}`)
+        .join('\n')}`,
+    );
   if (refusals.length > 0) console.log(`\nRefused compactions (the head stays as it was):\n${refusals.map((r) => `- ${r}`).join('\n')}`);
   console.log('\nShares are the minimum over the sessions of a row (prose-only columns: the mean); tokens are means.');
   const dir = path.join(PROJECT_ROOT, 'bench', 'results');
