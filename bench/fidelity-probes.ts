@@ -8,7 +8,8 @@
  *  - edited last: the path of the last edit or write call (a file path field, or a patch's
  *    `*** Update File:` line);
  *  - open error: the last failing command (by its exit status or error mark) that no later run
- *    of the same command passed, as one line (the ledger's data lines flatten a multi-line one);
+ *    of the same command passed, as one line (the ledger's data lines flatten a multi-line one),
+ *    or verbatim (while the kept tail still holds it);
  *  - plan next step: the latest TodoWrite / update_plan call's step in progress, else its first
  *    pending one (none when every step is completed);
  *  - running subagent: a background id a result reported running and no later text reported
@@ -39,7 +40,12 @@ export interface Probe {
   kind: ProbeKind;
   /** The exact string the head must hold. */
   answer: string;
+  /** The same answer as the transcript holds it (a multi-line command, still verbatim in the kept tail), also accepted. */
+  verbatim?: string;
 }
+
+/** Whether a head's text answers a probe. */
+export const answers = (text: string, probe: Probe) => text.includes(probe.answer) || (probe.verbatim !== undefined && text.includes(probe.verbatim));
 
 /** The probes of a session once its first `appended` messages are appended. */
 export function probesOf(messages: readonly Message[], appended: number, dialect: Dialect, requestChars: number, planted?: PlantedFacts): Probe[] {
@@ -105,7 +111,7 @@ function transcriptProbes(seen: readonly Message[], dialect: Dialect): Probe[] {
   const out: Probe[] = [];
   if (edited) out.push({ kind: 'edited last', answer: edited });
   const lastFailing = [...failing.keys()].sort((a, b) => failedAt.get(b)! - failedAt.get(a)!)[0];
-  if (lastFailing) out.push({ kind: 'open error', answer: failing.get(lastFailing)! });
+  if (lastFailing) out.push({ kind: 'open error', answer: failing.get(lastFailing)!, verbatim: lastFailing });
   if (plan) out.push({ kind: 'plan next step', answer: plan });
   for (const id of background.keys()) out.push({ kind: 'running subagent', answer: id });
   return out;

@@ -43,7 +43,7 @@ import { PROJECT_ROOT } from '../src/config';
 import { toAgentsItems } from '../test/support/agents-items';
 import { startFakeLlm } from '../test/support/fake-llm';
 import { plantedSession, type PlantedFacts } from '../test/support/planted';
-import { PROBE_KINDS, type ProbeKind, probesOf } from './fidelity-probes';
+import { answers, PROBE_KINDS, type ProbeKind, probesOf } from './fidelity-probes';
 
 const quick = process.argv.includes('--quick');
 const CORPUS = path.resolve(PROJECT_ROOT, '..', 'shared', 'corpus');
@@ -276,8 +276,8 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
         };
         for (const probe of probesOf(session.messages, next - 1, dialect, LEDGER.requestChars, session.planted)) {
           const [found, asked] = measure.probes[probe.kind] ?? [0, 0];
-          measure.probes[probe.kind] = [found + (text.includes(probe.answer) ? 1 : 0), asked + 1];
-          if (!text.includes(probe.answer))
+          measure.probes[probe.kind] = [found + (answers(text, probe) ? 1 : 0), asked + 1];
+          if (!answers(text, probe))
             probeMisses.push(
               `${session.source} (${session.dialect}, ${name}, ${rung}) after ${n}: ${probe.kind}: ${JSON.stringify(probe.answer.slice(0, 80))}`,
             );
