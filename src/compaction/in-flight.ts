@@ -51,7 +51,7 @@ export interface PlanState {
   steps: PlanStep[];
 }
 
-export interface BackgroundWork {
+interface BackgroundWork {
   /** The id the result gave it (`bash_2`, an agent id), or the call's id. */
   id: string;
   tool: string;
@@ -59,7 +59,7 @@ export interface BackgroundWork {
   task: string;
 }
 
-export interface QueuedTurn {
+interface QueuedTurn {
   /** The request's lineage sequence number (`R12`). */
   seq: number;
   /** Verbatim, cut to the request bound. */
@@ -92,7 +92,7 @@ export interface InFlightOptions {
 export const emptyInFlight = (): InFlight => ({ background: [], queued: [], instructions: [], seenSeq: 0, answering: false });
 
 /** The most open entries of one kind a ledger lists; beyond it the oldest fold (counted). A bound, so that the head stays under its threshold. */
-export const MAX_OPEN = { errors: 20, background: 20, queued: 12, instructions: 20, planSteps: 40 } as const;
+const MAX_OPEN = { errors: 20, background: 20, queued: 12, instructions: 20, planSteps: 40 } as const;
 /** Bounds in UTF-16 units of a tool-given field. */
 const ERROR_LINE_CHARS = 200;
 const ERROR_LINES = 4;
@@ -100,7 +100,7 @@ const TASK_CHARS = 240;
 const PLAN_STEP_CHARS = 300;
 const INSTRUCTION_FILE_CHARS = 1500;
 
-export const PLAN_TOOLS = /^(?:TodoWrite|todo_?write|write_?todos|update_?plan|update_?todos?|set_?plan|plan)$/i;
+const PLAN_TOOLS = /^(?:TodoWrite|todo_?write|write_?todos|update_?plan|update_?todos?|set_?plan|plan)$/i;
 const SUBAGENT_TOOLS = /^(?:Task|Agent|spawn_?agent|spawn|launch_?agent|start_?agent|sub_?agent|delegate|run_?agent)$/i;
 const INSTRUCTION_FILE = /(?:^|\/)(?:CLAUDE|AGENTS|AGENT|GEMINI)\.md$|(?:^|\/)\.cursorrules$|(?:^|\/)copilot-instructions\.md$/i;
 const RUNNING =
@@ -348,7 +348,7 @@ export class InFlightTracker {
 const idIn = (id: string, text: string) => new RegExp(`(?<![\\w.-])${id.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?![\\w-])`).test(text);
 
 /** The exact strings of an open error the head must hold: what failed and the lines that say why. */
-export const errorFacts = (e: LedgerError): string[] => [dataLine(String(e.source), 200), ...(e.lines ?? [])];
+const errorFacts = (e: LedgerError): string[] => [dataLine(String(e.source), 200), ...(e.lines ?? [])];
 
 /** The exact strings of every open in-flight entry: what the `facts` gate demands of a head. */
 export function inFlightFacts(errors: readonly LedgerError[], inFlight: InFlight): string[] {

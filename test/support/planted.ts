@@ -33,7 +33,7 @@ export interface PlantedFacts {
   inFlight: InFlightFact[];
 }
 
-export type InFlightKind = 'edited last' | 'open error' | 'plan next step' | 'running subagent' | 'queued turn' | 'instruction';
+type InFlightKind = 'edited last' | 'open error' | 'plan next step' | 'running subagent' | 'queued turn' | 'instruction';
 
 export interface InFlightFact {
   kind: InFlightKind;
