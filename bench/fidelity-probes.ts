@@ -40,12 +40,14 @@ export interface Probe {
   kind: ProbeKind;
   /** The exact string the head must hold. */
   answer: string;
-  /** The same answer as the transcript holds it (a multi-line command, still verbatim in the kept tail), also accepted. */
+  /** The same answer as the transcript holds it (a multi-line command, still verbatim in the kept tail, as text or inside a tool input's JSON), also accepted. */
   verbatim?: string;
 }
 
 /** Whether a head's text answers a probe. */
-export const answers = (text: string, probe: Probe) => text.includes(probe.answer) || (probe.verbatim !== undefined && text.includes(probe.verbatim));
+export const answers = (text: string, probe: Probe) =>
+  text.includes(probe.answer) ||
+  (probe.verbatim !== undefined && (text.includes(probe.verbatim) || text.includes(JSON.stringify(probe.verbatim).slice(1, -1))));
 
 /** The probes of a session once its first `appended` messages are appended. */
 export function probesOf(messages: readonly Message[], appended: number, dialect: Dialect, requestChars: number, planted?: PlantedFacts): Probe[] {
