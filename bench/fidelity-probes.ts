@@ -44,6 +44,18 @@ export interface Probe {
   verbatim?: string;
 }
 
+/** The question each probe asks, for the optional judge mode (a real model answers it from the head). */
+export const QUESTIONS: Record<ProbeKind, string> = {
+  'edited last': 'Which file did the agent edit last? Answer with its path only.',
+  'open error': 'Which command or tool is failing and not yet fixed, and why? Quote the command and the error line.',
+  'plan next step': "What is the next step of the agent's plan? Quote it.",
+  'running subagent': 'Which subagents or background jobs are still running? Give their ids and tasks.',
+  'queued turn': 'Which user messages has the agent not answered yet? Quote them.',
+  instruction: 'Which standing instructions must the agent follow on every turn? Quote them.',
+  'user asked last': 'What did the user ask last? Quote it verbatim.',
+  'user corrected': 'What did the user correct most recently? Quote the correction verbatim.',
+};
+
 /** Whether a head's text answers a probe. */
 export const answers = (text: string, probe: Probe) =>
   text.includes(probe.answer) ||

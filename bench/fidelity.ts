@@ -27,6 +27,9 @@
  *
  *   npm run bench:fidelity              every corpus file, 3 generated sessions per dialect
  *   npm run bench:fidelity -- --quick   1 generated session per dialect, corpus files up to 150 messages
+ *   npm run bench:fidelity -- --judge   also asks a real model each probe's question from the head after
+ *                                      10 compactions (summariser that keeps nothing, summary rung): needs
+ *                                      OPENAI_API_KEY (OPENAI_BASE_URL, JUDGE_MODEL optional); never in CI
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -43,9 +46,12 @@ import { PROJECT_ROOT } from '../src/config';
 import { toAgentsItems } from '../test/support/agents-items';
 import { startFakeLlm } from '../test/support/fake-llm';
 import { plantedSession, type PlantedFacts } from '../test/support/planted';
-import { answers, PROBE_KINDS, type ProbeKind, probesOf } from './fidelity-probes';
+import { answers, type Probe, PROBE_KINDS, type ProbeKind, probesOf, QUESTIONS } from './fidelity-probes';
 
 const quick = process.argv.includes('--quick');
+const judge = process.argv.includes('--judge');
+/** Heads after the 10th compaction with the lossy stub, and their probes: what the judge mode asks a real model about. */
+const judged: Array<{ source: string; dialect: DialectName; head: string; probes: Probe[] }> = [];
 const CORPUS = path.resolve(PROJECT_ROOT, '..', 'shared', 'corpus');
 const CHECKPOINTS = [1, 3, 10];
 const COMPACTIONS = 10;
@@ -274,7 +280,10 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
           underTarget: !report.failed && tokensAfter < THRESHOLD,
           probes: {},
         };
-        for (const probe of probesOf(session.messages, next - 1, dialect, LEDGER.requestChars, session.planted)) {
+        const probes = probesOf(session.messages, next - 1, dialect, LEDGER.requestChars, session.planted);
+        if (judge && n === COMPACTIONS && name === 'lossy' && rung === 'summary')
+          judged.push({ source: session.source, dialect: session.dialect, head: text, probes });
+        for (const probe of probes) {
           const [found, asked] = measure.probes[probe.kind] ?? [0, 0];
           measure.probes[probe.kind] = [found + (answers(text, probe) ? 1 : 0), asked + 1];
           if (!answers(text, probe))
@@ -390,6 +399,39 @@ function probeTable(measures: Measure[]): string {
   return rows.join('\n');
 }
 
+/**
+ * The optional judge mode: a real model reads each head (after 10 compactions with the stub that
+ * keeps nothing) and answers each probe's question; an answer counts when it holds the exact
+ * answer. Not deterministic and not free: never part of CI or `npm test`.
+ */
+async function judgeProbes() {
+  const apiKey = process.env.OPENAI_API_KEY;
+  if (!apiKey) {
+    console.log('\n--judge: OPENAI_API_KEY is not set; the judge mode is skipped.');
+    return;
+  }
+  const { default: OpenAI } = await import('openai');
+  const client = new OpenAI({ apiKey, baseURL: process.env.OPENAI_BASE_URL });
+  const model = process.env.JUDGE_MODEL ?? 'gpt-4o-mini';
+  const tally = new Map<ProbeKind, [number, number]>();
+  for (const { head, probes } of judged) {
+    for (const probe of probes) {
+      const reply = await client.chat.completions.create({
+        model,
+        temperature: 0,
+        messages: [
+          { role: 'system', content: "You read a coding agent's context after its history was compacted, and answer from it alone." },
+          { role: 'user', content: `Context:\n${head}\n\nQuestion: ${QUESTIONS[probe.kind]}` },
+        ],
+      });
+      const [found, asked] = tally.get(probe.kind) ?? [0, 0];
+      tally.set(probe.kind, [found + (answers(reply.choices[0]?.message?.content ?? '', probe) ? 1 : 0), asked + 1]);
+    }
+  }
+  console.log(`\nJudge mode (${model}, ${judged.length} heads after ${COMPACTIONS} compactions, stub summariser):`);
+  for (const [kind, [found, asked]] of tally) console.log(`- ${kind}: ${found} of ${asked} answered with the exact string`);
+}
+
 async function main() {
   const llm = await startFakeLlm();
   llm.setDefault({ text: LOSSY });
@@ -481,6 +523,7 @@ async function main() {
     }
   }
   console.log(`\n${probeTable(measures)}`);
+  if (judge) await judgeProbes();
   if (probeMisses.length > 0)
     console.log(
       `\nProbes not answered by the head (first 20 of ${probeMisses.length}):\n${probeMisses
