@@ -8,7 +8,12 @@
  *    ledger: requests cut to the bound, file paths of user and assistant text and tool inputs,
  *    identifiers the user named), and the same share for the summary prose alone (no ledger:
  *    what the head would know without it);
- *  - tokens before and after the compaction, and whether the head is at or under its target.
+ *  - tokens before and after the compaction, and whether the head is at or under its target;
+ *  - probes (./fidelity-probes.ts): what the agent needs to continue (the file edited last, the
+ *    open error, the plan's next step, the subagents still running, the user turns not yet
+ *    answered, the standing instructions, what the user asked last and corrected), each an
+ *    exact string of the transcript looked up in the head.
+ * The summariser is given the stored ledger as fixed text beside the range, as the activity does.
  * Sessions: the real corpus (`../shared/corpus`, every file; its Responses rollouts also in the
  * Agents SDK's spelling) when it is there, and generated sessions with planted facts in every
  * dialect. Summarisers: the built-in extractive one, and a local OpenAI-compatible stub that
@@ -22,6 +27,9 @@
  *
  *   npm run bench:fidelity              every corpus file, 3 generated sessions per dialect
  *   npm run bench:fidelity -- --quick   1 generated session per dialect, corpus files up to 150 messages
+ *   npm run bench:fidelity -- --judge   also asks a real model each probe's question from the head after
+ *                                      10 compactions (summariser that keeps nothing, summary rung): needs
+ *                                      OPENAI_API_KEY (OPENAI_BASE_URL, JUDGE_MODEL optional); never in CI
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -38,8 +46,12 @@ import { PROJECT_ROOT } from '../src/config';
 import { toAgentsItems } from '../test/support/agents-items';
 import { startFakeLlm } from '../test/support/fake-llm';
 import { plantedSession, type PlantedFacts } from '../test/support/planted';
+import { answers, type Probe, PROBE_KINDS, type ProbeKind, probesOf, QUESTIONS } from './fidelity-probes';
 
 const quick = process.argv.includes('--quick');
+const judge = process.argv.includes('--judge');
+/** Heads after the 10th compaction with the lossy stub, and their probes: what the judge mode asks a real model about. */
+const judged: Array<{ source: string; dialect: DialectName; head: string; probes: Probe[] }> = [];
 const CORPUS = path.resolve(PROJECT_ROOT, '..', 'shared', 'corpus');
 const CHECKPOINTS = [1, 3, 10];
 const COMPACTIONS = 10;
@@ -86,6 +98,8 @@ interface Measure {
   tokensAfter: number;
   /** The compaction committed and left the head under the threshold it compacted at. */
   underTarget: boolean;
+  /** Probes answered by exact lookup in the head: [found, asked] per kind. */
+  probes: Partial<Record<ProbeKind, [number, number]>>;
 }
 
 function corpusSessions(): Session[] {
@@ -104,10 +118,10 @@ function corpusSessions(): Session[] {
 }
 
 function generatedSessions(): Session[] {
-  const dialects: DialectName[] = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini'];
+  const dialects: DialectName[] = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini', 'ai-sdk'];
   return dialects.flatMap((dialect) =>
     Array.from({ length: quick ? 1 : 3 }, (_, k) => {
-      const { messages, facts } = plantedSession(dialect, 100 + k, 60, { outputLines: 40 });
+      const { messages, facts } = plantedSession(dialect, 100 + k, 60, { outputLines: 40, inFlight: true });
       return { source: `generated/seed-${100 + k}`, dialect, messages, planted: facts };
     }),
   );
@@ -123,16 +137,24 @@ function turns(session: Session): Message[][] {
 }
 
 /** The summariser's prose for a plan's middle, as the activity asks for it. */
-async function summarise(summariser: Summariser, head: Message[], plan: CompactionPlan, dialect: Dialect, force: boolean): Promise<string> {
+async function summarise(summariser: Summariser, head: Message[], plan: CompactionPlan, dialect: Dialect, force: boolean, ledger?: string): Promise<string> {
   const summary = await summariseInChunks(
     summariser,
-    { middle: plan.middle.map((i) => head[i]), previousSummary: plan.previousSummary, force, latestUserRequest: latestUserRequestText(head, dialect), dialect },
+    {
+      middle: plan.middle.map((i) => head[i]),
+      previousSummary: plan.previousSummary,
+      force,
+      latestUserRequest: latestUserRequestText(head, dialect),
+      dialect,
+      ledger,
+    },
     { inputBudgetTokens: 100_000, signal: new AbortController().signal, onProgress: () => undefined },
   );
   return summary.text;
 }
 
 const refusals: string[] = [];
+const probeMisses: string[] = [];
 const share = (found: number, total: number) => (total === 0 ? 1 : found / total);
 const findable = (facts: readonly string[], text: string) => facts.filter((f) => text.includes(f)).length;
 
@@ -184,7 +206,7 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
         : undefined;
     let prose = '';
     if (!proposal && plan.middle.length > 0) {
-      prose = await summarise(summariser, head, plan, dialect, false);
+      prose = await summarise(summariser, head, plan, dialect, false, stored ? renderLedger(ledger) : undefined);
       const budget = ledgerBudget(
         CONTEXT_WINDOW,
         LEDGER,
@@ -256,7 +278,19 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
           tokensBefore,
           tokensAfter: report.failed ? tokensBefore : tokensAfter,
           underTarget: !report.failed && tokensAfter < THRESHOLD,
+          probes: {},
         };
+        const probes = probesOf(session.messages, next - 1, dialect, LEDGER.requestChars, session.planted);
+        if (judge && n === COMPACTIONS && name === 'lossy' && rung === 'summary')
+          judged.push({ source: session.source, dialect: session.dialect, head: text, probes });
+        for (const probe of probes) {
+          const [found, asked] = measure.probes[probe.kind] ?? [0, 0];
+          measure.probes[probe.kind] = [found + (answers(text, probe) ? 1 : 0), asked + 1];
+          if (!answers(text, probe))
+            probeMisses.push(
+              `${session.source} (${session.dialect}, ${name}, ${rung}) after ${n}: ${probe.kind}: ${JSON.stringify(probe.answer.slice(0, 80))}`,
+            );
+        }
         if (session.planted) {
           // Only what was appended so far can be known.
           const seen = (f: string) =>
@@ -332,6 +366,72 @@ const pct = (x: number | undefined) => (x === undefined ? '' : `${(100 * x).toFi
 const mean = (xs: number[]) => (xs.length === 0 ? undefined : xs.reduce((a, b) => a + b, 0) / xs.length);
 const min = (xs: number[]) => (xs.length === 0 ? undefined : Math.min(...xs));
 
+/**
+ * The probe table: per session source (corpus, generated), summariser and compaction count, each
+ * probe kind as found of asked (summed over the sessions and checkpoints of the row), and the
+ * heads under the threshold. Summary rung only.
+ */
+function probeTable(measures: Measure[]): string {
+  const rows = [
+    `Probes (exact answers found in the head, found of asked), summary rung:\n\n| sessions | summariser | after | ${PROBE_KINDS.join(' | ')} | under threshold |`,
+    `|---|---|---:|${PROBE_KINDS.map(() => '---:').join('|')}|---:|`,
+  ];
+  const groups = new Map<string, Measure[]>();
+  for (const m of measures.filter((x) => x.rung === 'summary')) {
+    const key = `${m.source.startsWith('corpus') ? 'corpus' : 'generated'}|${m.summariser}|${m.compactions}`;
+    groups.set(key, [...(groups.get(key) ?? []), m]);
+  }
+  const keys = [...groups.keys()].sort((a, b) => {
+    const [sa, ma, na] = a.split('|');
+    const [sb, mb, nb] = b.split('|');
+    return sa.localeCompare(sb) || ma.localeCompare(mb) || Number(na) - Number(nb);
+  });
+  for (const key of keys) {
+    const ms = groups.get(key)!;
+    const [source, summariser, n] = key.split('|');
+    const cells = PROBE_KINDS.map((kind) => {
+      const found = ms.reduce((s, m) => s + (m.probes[kind]?.[0] ?? 0), 0);
+      const asked = ms.reduce((s, m) => s + (m.probes[kind]?.[1] ?? 0), 0);
+      return asked === 0 ? '–' : `${found}/${asked}${found === asked ? '' : ` (${pct(found / asked)})`}`;
+    });
+    rows.push(`| ${source} (${ms.length}) | ${summariser} | ${n} | ${cells.join(' | ')} | ${ms.filter((m) => m.underTarget).length} of ${ms.length} |`);
+  }
+  return rows.join('\n');
+}
+
+/**
+ * The optional judge mode: a real model reads each head (after 10 compactions with the stub that
+ * keeps nothing) and answers each probe's question; an answer counts when it holds the exact
+ * answer. Not deterministic and not free: never part of CI or `npm test`.
+ */
+async function judgeProbes() {
+  const apiKey = process.env.OPENAI_API_KEY;
+  if (!apiKey) {
+    console.log('\n--judge: OPENAI_API_KEY is not set; the judge mode is skipped.');
+    return;
+  }
+  const { default: OpenAI } = await import('openai');
+  const client = new OpenAI({ apiKey, baseURL: process.env.OPENAI_BASE_URL });
+  const model = process.env.JUDGE_MODEL ?? 'gpt-4o-mini';
+  const tally = new Map<ProbeKind, [number, number]>();
+  for (const { head, probes } of judged) {
+    for (const probe of probes) {
+      const reply = await client.chat.completions.create({
+        model,
+        temperature: 0,
+        messages: [
+          { role: 'system', content: "You read a coding agent's context after its history was compacted, and answer from it alone." },
+          { role: 'user', content: `Context:\n${head}\n\nQuestion: ${QUESTIONS[probe.kind]}` },
+        ],
+      });
+      const [found, asked] = tally.get(probe.kind) ?? [0, 0];
+      tally.set(probe.kind, [found + (answers(reply.choices[0]?.message?.content ?? '', probe) ? 1 : 0), asked + 1]);
+    }
+  }
+  console.log(`\nJudge mode (${model}, ${judged.length} heads after ${COMPACTIONS} compactions, stub summariser):`);
+  for (const [kind, [found, asked]] of tally) console.log(`- ${kind}: ${found} of ${asked} answered with the exact string`);
+}
+
 async function main() {
   const llm = await startFakeLlm();
   llm.setDefault({ text: LOSSY });
@@ -377,7 +477,7 @@ async function main() {
     const key = `${m.dialect}|${m.summariser}|${m.compactions}`;
     groups.set(key, [...(groups.get(key) ?? []), m]);
   }
-  const order = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini'];
+  const order = ['openai-chat', 'openai-responses', 'openai-agents', 'anthropic', 'gemini', 'ai-sdk'];
   const keys = [...groups.keys()].sort((a, b) => {
     const [da, sa, na] = a.split('|');
     const [db, sb, nb] = b.split('|');
@@ -422,6 +522,15 @@ async function main() {
       );
     }
   }
+  console.log(`\n${probeTable(measures)}`);
+  if (judge) await judgeProbes();
+  if (probeMisses.length > 0)
+    console.log(
+      `\nProbes not answered by the head (first 20 of ${probeMisses.length}):\n${probeMisses
+        .slice(0, 20)
+        .map((r) => `- ${r}`)
+        .join('\n')}`,
+    );
   if (refusals.length > 0) console.log(`\nRefused compactions (the head stays as it was):\n${refusals.map((r) => `- ${r}`).join('\n')}`);
   console.log('\nShares are the minimum over the sessions of a row (prose-only columns: the mean); tokens are means.');
   const dir = path.join(PROJECT_ROOT, 'bench', 'results');

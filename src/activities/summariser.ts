@@ -11,6 +11,7 @@ import { extractiveSummary } from '../compaction/extractive-summary';
 import { addCosts, NO_COST, type RungCost } from '../compaction/gain';
 import { buildSummaryPrompt, chunkMiddle, instructionMessage, type SummaryPrefix, type SummaryRequest } from '../compaction/summary-prompt';
 import type { Dialect, DialectName, Message } from '../compaction/dialects';
+import { estimateTextTokens } from '../compaction/tokens';
 import type { LlmConfig } from '../config';
 import { redactSecrets } from '../secrets';
 
@@ -410,6 +411,8 @@ export interface MiddleSummaryInput {
   focusTopic?: string;
   force: boolean;
   latestUserRequest?: string;
+  /** The stored ledger, rendered: fixed text beside the range (summary-prompt.ts SummaryRequest.ledger). */
+  ledger?: string;
   /** The prefix layout (summary-prompt.ts `prefixLayout`): one request, the head and then the instruction. */
   prefix?: SummaryPrefix;
 }
@@ -432,7 +435,9 @@ export async function summariseInChunks(
   options: { inputBudgetTokens: number; signal: AbortSignal; onProgress: (progress: SummaryProgress) => void },
 ): Promise<SummaryResult & { chunks: number }> {
   // The prefix layout sends the head itself, in one request: nothing is rendered or chunked.
-  const chunks = input.prefix ? [{ lines: [], cut: false }] : chunkMiddle(input.middle, options.inputBudgetTokens, input.previousSummary, input.dialect);
+  const chunks = input.prefix
+    ? [{ lines: [], cut: false }]
+    : chunkMiddle(input.middle, options.inputBudgetTokens - estimateTextTokens(input.ledger ?? ''), input.previousSummary, input.dialect);
   let summary = input.previousSummary;
   let model = summariser.model;
   let promptTokens: number | undefined;
@@ -451,6 +456,7 @@ export async function summariseInChunks(
         focusTopic: input.focusTopic,
         force: input.force,
         latestUserRequest: input.latestUserRequest,
+        ledger: input.ledger,
         chunk: { index: i + 1, count: chunks.length },
         cut: chunk.cut,
         prefix: input.prefix,

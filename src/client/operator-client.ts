@@ -92,8 +92,9 @@ export class OperatorClient {
 
   /**
    * The ledger the lineage's head carries (src/compaction/ledger.ts): the user's requests and
-   * corrections, files, commands, open errors and identifiers its compactions kept, as JSON;
-   * null before the first compaction (Postgres only).
+   * corrections, files, commands, open errors and identifiers its compactions kept, and the
+   * in-flight work (`inFlight`: the plan, background work, user turns not yet answered, standing
+   * instructions), as JSON; null before the first compaction (Postgres only).
    */
   async ledger(sessionId: string): Promise<Ledger | null> {
     checkSessionId(sessionId);

@@ -94,8 +94,10 @@ const haystackOf = (messages: readonly Message[], dialect: Dialect) => messages.
 /**
  * (d) Nothing the agent must still know is gone: every user request (verbatim up to the
  * ledger's bound), file path and identifier of the summarised range and of the previous
- * ledger is findable in the new head (ledger, summary or kept messages), or is one the new
- * ledger folded into a count.
+ * ledger, and every in-flight entry still open (an open error's source and lines, a plan
+ * step, background work, a user turn not yet answered, a standing instruction), is findable
+ * in the new head (ledger, summary or kept messages), or is one the new ledger folded into a
+ * count.
  */
 export function keepsFacts(after: readonly Message[], demand: FactsDemand, dialect: Dialect = openaiChat): string | undefined {
   const haystack = haystackOf(after, dialect);
@@ -103,6 +105,7 @@ export function keepsFacts(after: readonly Message[], demand: FactsDemand, diale
     ['user request', demand.expected.requests, demand.folded.requests],
     ['file path', demand.expected.paths, demand.folded.paths],
     ['identifier', demand.expected.identifiers, demand.folded.identifiers],
+    ['open in-flight entry', demand.expected.inFlight ?? [], demand.folded.inFlight ?? []],
   ] as const;
   for (const [what, expected, folded] of kinds) {
     const accounted = new Set(folded);

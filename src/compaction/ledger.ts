@@ -11,6 +11,7 @@
  */
 import type { Dialect, Message, ToolCall } from './dialects/types';
 import { commandOf, dataLine, factLine, hasHidden, identifiersIn, isCorrection, maskedOutcomeOf, outcomeOf, parsedInput, pathsIn, stringsIn } from './facts';
+import { emptyInFlight, type InFlight, inFlightFacts, inFlightFrom, InFlightTracker, type LedgerError, nextStep } from './in-flight';
 import { isJsonObject, type JsonValue } from './json';
 import { LEDGER_END, LEDGER_HEADING, LEDGER_SECTIONS, withoutReservedText } from './summary-structure';
 import { cutText } from './text';
@@ -44,12 +45,7 @@ export interface LedgerCommand {
   times: number;
 }
 
-export interface LedgerError {
-  /** What failed: a command line, or a tool and its target. */
-  source: string;
-  line: string;
-  resolved: boolean;
-}
+export type { LedgerError } from './in-flight';
 
 export interface FoldCounts {
   requests: number;
@@ -57,6 +53,8 @@ export interface FoldCounts {
   commands: number;
   errors: number;
   identifiers: number;
+  /** In-flight entries beyond their kind's hard bound (in-flight.ts MAX_OPEN); never one while its kind is under it. */
+  inFlight: number;
 }
 
 export interface Ledger {
@@ -66,6 +64,8 @@ export interface Ledger {
   commands: LedgerCommand[];
   errors: LedgerError[];
   identifiers: string[];
+  /** In-flight work (in-flight.ts): the plan, background work, user turns not yet answered, standing instructions. Open errors are `errors`. */
+  inFlight: InFlight;
   /** Entries folded into counts, over the lineage's life. */
   folded: FoldCounts;
 }
@@ -73,8 +73,10 @@ export interface Ledger {
 export interface LedgerOptions {
   /** A request is kept verbatim up to this many UTF-16 units, the cut marked. */
   requestChars: number;
-  /** The rendered ledger's bound in tokens; entries fold, in foldLedger's order, to fit. */
+  /** The rendered ledger's bound in tokens; entries fold, in foldLedger's order, to fit (open in-flight entries never). */
   budgetTokens: number;
+  /** The tools whose calls set the plan (in-flight.ts PLAN_TOOLS by default). */
+  planTool?: RegExp;
 }
 
 export const emptyLedger = (): Ledger => ({
@@ -84,7 +86,8 @@ export const emptyLedger = (): Ledger => ({
   commands: [],
   errors: [],
   identifiers: [],
-  folded: { requests: 0, files: 0, commands: 0, errors: 0, identifiers: 0 },
+  inFlight: emptyInFlight(),
+  folded: { requests: 0, files: 0, commands: 0, errors: 0, identifiers: 0, inFlight: 0 },
 });
 
 /**
@@ -107,16 +110,26 @@ export function ledgerFrom(value: unknown): Ledger {
     commands: list<LedgerCommand>('commands'),
     errors: list<LedgerError>('errors'),
     identifiers: list<string>('identifiers').map((id) => factLine(String(id))),
+    inFlight: inFlightFrom(value.inFlight),
     folded: Object.fromEntries(Object.entries(fresh.folded).map(([k, v]) => [k, typeof folded[k] === 'number' ? folded[k] : v])) as unknown as FoldCounts,
   };
 }
 
-/** The facts the `facts` gate demands in a head: user requests (cut to the bound), file paths, identifiers. */
+/** The facts the `facts` gate demands in a head: user requests (cut to the bound), file paths, identifiers, and the exact strings of open in-flight entries. */
 export interface Facts {
   requests: string[];
   paths: string[];
   identifiers: string[];
+  /** Open errors, plan steps, background work, user turns not yet answered, standing instructions (in-flight.ts inFlightFacts). */
+  inFlight?: string[];
 }
+
+export const mergeFacts = (a: Facts, b: Facts): Facts => ({
+  requests: [...a.requests, ...b.requests],
+  paths: [...a.paths, ...b.paths],
+  identifiers: [...a.identifiers, ...b.identifiers],
+  inFlight: [...(a.inFlight ?? []), ...(b.inFlight ?? [])],
+});
 
 /** A message of the summarised range, with its lineage sequence number (null on rows a compaction wrote). */
 export interface RangeMessage {
@@ -187,9 +200,79 @@ export function factsOf(range: readonly Message[], dialect: Dialect, requestChar
   return { requests, paths: [...paths], identifiers: [...identifiers] };
 }
 
-/** The facts a ledger still lists (what is folded is counted, not listed). */
+/** The facts a ledger still lists (what is folded is counted, not listed), its open in-flight entries included. */
 export function ledgerFacts(ledger: Ledger): Facts {
-  return { requests: ledger.requests.map((r) => r.text), paths: ledger.files.map((f) => f.path), identifiers: [...ledger.identifiers] };
+  return {
+    requests: ledger.requests.map((r) => r.text),
+    paths: ledger.files.map((f) => f.path),
+    identifiers: [...ledger.identifiers],
+    inFlight: inFlightFacts(ledger.errors, ledger.inFlight),
+  };
+}
+
+/**
+ * What the `facts` gate demands of a head that replaces `range` with a new ledger built on
+ * `previous`: the range's facts, the facts the previous ledger still lists, and the in-flight
+ * entries still open after the range, found by running the in-flight rules over it from the
+ * previous ledger's state (released ones may go; an entry the ledger folded or did not render
+ * may not).
+ */
+export function demandedFacts(
+  previous: Ledger,
+  range: readonly RangeMessage[],
+  dialect: Dialect,
+  options: Pick<LedgerOptions, 'requestChars' | 'planTool'>,
+): Facts {
+  const own = factsOf(
+    range.map((r) => r.message),
+    dialect,
+    options.requestChars,
+  );
+  const carried = ledgerFacts(previous);
+  const tracker = trackRange(previous, range, dialect, options);
+  return { ...mergeFacts(own, carried), inFlight: inFlightFacts(tracker.errors, tracker.state) };
+}
+
+/** The in-flight rules run over a range from a ledger's state: calls, results and texts in order, with the outcomes the ledger reads. */
+function trackRange(
+  previous: Ledger,
+  range: readonly RangeMessage[],
+  dialect: Dialect,
+  options: Pick<LedgerOptions, 'requestChars' | 'planTool'>,
+  onCall?: OnCall,
+) {
+  const tracker = new InFlightTracker(previous.errors, previous.inFlight ?? emptyInFlight(), targetOf, options);
+  const calls = new Map<string, { command?: string }>();
+  range.forEach(({ message, seq }, i) => {
+    tracker.message(message, seq, dialect);
+    onCall?.message(message, seq, i);
+    for (const call of dialect.toolCalls(message)) {
+      const files = filesOfCall(call);
+      const command = commandOf(call.name, call.input);
+      if (call.id) calls.set(call.id, { command });
+      onCall?.call(call, files, command);
+    }
+    for (const result of dialect.toolResults(message)) {
+      const call = result.id !== undefined ? calls.get(result.id) : undefined;
+      // A placeholder is read as one only in a row a compaction wrote (seq null): a caller's tool output is read as the text it is.
+      const outcome = (seq === null ? maskedOutcomeOf(result.text) : undefined) ?? outcomeOf(result.text, result.isError);
+      onCall?.result(call?.command, outcome);
+    }
+  });
+  tracker.finish();
+  return tracker;
+}
+
+/** What a tool call that runs no command is a source of errors for: the tool and the file it acts on. */
+function targetOf(call: ToolCall): string {
+  return `${call.name} ${filesOfCall(call).find((f) => f.action !== 'mentioned')?.path ?? ''}`.trim();
+}
+
+/** What the ledger's own build does at each step of trackRange. */
+interface OnCall {
+  message(message: Message, seq: number | null, i: number): void;
+  call(call: ToolCall, files: Array<{ path: string; action: FileAction }>, command: string | undefined): void;
+  result(command: string | undefined, outcome: { summary: string; failed: boolean }): void;
 }
 
 const RANK: Record<FileAction, number> = { mentioned: 0, read: 1, edited: 2, created: 2, deleted: 2 };
@@ -204,8 +287,6 @@ class LedgerDraft {
   private readonly requestSeqs: Set<number>;
   readonly files = new Map<string, LedgerFile>();
   readonly commands = new Map<string, LedgerCommand>();
-  readonly errors: LedgerError[];
-  private readonly openErrors = new Map<string, LedgerError[]>();
   readonly identifiers: Set<string>;
   readonly folded: FoldCounts;
 
@@ -215,8 +296,6 @@ class LedgerDraft {
     this.requestSeqs = new Set(copy.requests.map((r) => r.seq));
     for (const f of copy.files) this.files.set(f.path, f);
     for (const c of copy.commands) this.commands.set(c.command, c);
-    this.errors = copy.errors;
-    for (const e of copy.errors) if (!e.resolved) this.openErrors.set(e.source, [...(this.openErrors.get(e.source) ?? []), e]);
     this.identifiers = new Set(copy.identifiers);
     this.folded = copy.folded;
   }
@@ -260,26 +339,15 @@ class LedgerDraft {
     this.commands.set(command, known);
   }
 
-  addError(source: string, line: string) {
-    const error = { source, line, resolved: false };
-    this.errors.push(error);
-    this.openErrors.set(source, [...(this.openErrors.get(source) ?? []), error]);
-  }
-
-  /** A later success of the same command (or tool on the same target) resolves its errors. */
-  resolve(source: string) {
-    for (const e of this.openErrors.get(source) ?? []) e.resolved = true;
-    this.openErrors.delete(source);
-  }
-
-  ledger(): Ledger {
+  ledger(errors: LedgerError[], inFlight: InFlight): Ledger {
     return {
       version: 1,
       requests: this.requests,
       files: [...this.files.values()],
       commands: [...this.commands.values()],
-      errors: this.errors,
+      errors,
       identifiers: [...this.identifiers],
+      inFlight,
       folded: this.folded,
     };
   }
@@ -298,45 +366,41 @@ export interface LedgerBuild {
  */
 export function buildLedger(previous: Ledger, range: readonly RangeMessage[], dialect: Dialect, options: LedgerOptions, keptRequest?: number): LedgerBuild {
   const draft = new LedgerDraft(previous);
-  const calls = new Map<string, { name: string; command?: string; target?: string }>();
-  range.forEach(({ message, seq }, i) => {
-    const text = dialect.textOf(message);
-    if (dialect.isRealUserRequest(message)) {
-      for (const id of identifiersIn(text)) draft.identifiers.add(id);
-      for (const p of pathsIn(text)) draft.addFile(p, 'mentioned');
-      const known = seq !== null && draft.hasRequest(seq);
-      if (i !== keptRequest && !known && text.trim()) {
-        const kept = cutText(text, options.requestChars);
-        const correction = isCorrection(text);
-        const number = seq ?? (draft.requests.at(-1)?.seq ?? 0) + 1;
-        if (correction) {
-          const corrected = correctedBy(draft.requests, text);
-          if (corrected) corrected.supersededBy = number;
+  const tracker = trackRange(previous, range, dialect, options, {
+    message(message, seq, i) {
+      const text = dialect.textOf(message);
+      if (dialect.isRealUserRequest(message)) {
+        for (const id of identifiersIn(text)) draft.identifiers.add(id);
+        for (const p of pathsIn(text)) draft.addFile(p, 'mentioned');
+        const known = seq !== null && draft.hasRequest(seq);
+        if (i !== keptRequest && !known && text.trim()) {
+          const kept = cutText(text, options.requestChars);
+          const correction = isCorrection(text);
+          const number = seq ?? (draft.requests.at(-1)?.seq ?? 0) + 1;
+          if (correction) {
+            const corrected = correctedBy(draft.requests, text);
+            if (corrected) corrected.supersededBy = number;
+          }
+          draft.addRequest({ seq: number, text: kept, cut: text.length - kept.length, correction });
         }
-        draft.addRequest({ seq: number, text: kept, cut: text.length - kept.length, correction });
+      } else if (dialect.roleOf(message) === 'assistant') {
+        for (const p of pathsIn(text)) draft.addFile(p, 'mentioned');
       }
-    } else if (dialect.roleOf(message) === 'assistant') {
-      for (const p of pathsIn(text)) draft.addFile(p, 'mentioned');
-    }
-    for (const call of dialect.toolCalls(message)) {
-      const files = filesOfCall(call);
+    },
+    call(_call, files, command) {
       for (const f of files) draft.addFile(f.path, f.action);
-      const command = commandOf(call.name, call.input);
-      const target = command ?? `${call.name} ${files.find((f) => f.action !== 'mentioned')?.path ?? ''}`.trim();
-      if (call.id) calls.set(call.id, { name: call.name, command, target });
       if (command) draft.upsertCommand(command, { summary: 'no result seen', failed: false });
-    }
-    for (const result of dialect.toolResults(message)) {
-      const call = result.id !== undefined ? calls.get(result.id) : undefined;
-      // A placeholder is read as one only in a row a compaction wrote (seq null): a caller's tool output is read as the text it is.
-      const outcome = (seq === null ? maskedOutcomeOf(result.text) : undefined) ?? outcomeOf(result.text, result.isError);
-      if (call?.command) draft.upsertCommand(call.command, outcome, true);
-      const source = dataLine(call?.target ?? result.name ?? 'a tool', 200);
-      if (outcome.failed) draft.addError(source, dataLine(outcome.summary, 200));
-      else draft.resolve(source);
-    }
+    },
+    result(command, outcome) {
+      if (command) draft.upsertCommand(command, outcome, true);
+    },
   });
-  return foldLedger(draft.ledger(), options.budgetTokens);
+  const ledger = draft.ledger(tracker.errors, tracker.state);
+  const dropped = tracker.dropped.flatMap((d) => d.facts);
+  ledger.folded.inFlight = (ledger.folded.inFlight ?? 0) + tracker.dropped.length;
+  const build = foldLedger(ledger, options.budgetTokens);
+  build.folded.inFlight = dropped;
+  return build;
 }
 
 const STOP_WORDS = new Set(['the', 'and', 'for', 'with', 'instead', 'actually', 'use', 'not', 'but', 'this', 'that', 'please', 'keep', 'of', 'to', 'in', 'on']);
@@ -387,7 +451,18 @@ const outcomeText = (outcome: string) => {
 };
 const fileLine = (f: LedgerFile) => `- ${factLine(String(f.path))}: ${f.action}${f.times > 1 ? ` (${f.times} times)` : ''}`;
 const commandLine = (c: LedgerCommand) => `- $ ${dataLine(String(c.command), 300)} -> ${outcomeText(c.outcome)}${c.times > 1 ? ` (run ${c.times} times)` : ''}`;
-const errorLine = (e: LedgerError) => `- ${dataLine(String(e.source), 200)}: ${outcomeText(e.line)}`;
+/** An open error: what failed and how, then each line that says why on its own line under it (one line of data each). */
+const errorLine = (e: LedgerError) =>
+  `- ${dataLine(String(e.source), 200)}: ${outcomeText(e.line)}${(e.lines ?? []).map((l) => `\n    | ${dataLine(String(l), 200)}`).join('')}`;
+const planLines = (inFlight: InFlight) => {
+  const next = nextStep(inFlight.plan);
+  return (inFlight.plan?.steps ?? []).map((s) => `- [${s.status || 'step'}] ${dataLine(String(s.text), 300)}${s === next ? '  <- next' : ''}`);
+};
+const backgroundLine = (b: InFlight['background'][number]) =>
+  `- ${dataLine(String(b.id), 80)} (${dataLine(String(b.tool), 60)}): ${dataLine(String(b.task), 240)}`;
+const queuedLine = (q: InFlight['queued'][number]) => `- R${q.seq}: ${q.text}`;
+const instructionLine = (i: InFlight['instructions'][number]) =>
+  `- (${dataLine(String(i.source), 300)}) ${/^R\d+$/.test(i.source) ? i.text : dataLine(String(i.text), 1500)}`;
 
 /** The ledger as the agent reads it, inside the summary message. */
 export function renderLedger(ledger: Ledger): string {
@@ -397,10 +472,17 @@ export function renderLedger(ledger: Ledger): string {
   if (ledger.commands.length > 0) sections.push(`${LEDGER_SECTIONS.commands}\n${ledger.commands.map(commandLine).join('\n')}`);
   const open = ledger.errors.filter((e) => !e.resolved);
   if (open.length > 0) sections.push(`${LEDGER_SECTIONS.errors}\n${open.map(errorLine).join('\n')}`);
+  const inFlight = ledger.inFlight ?? emptyInFlight();
+  if (inFlight.plan && inFlight.plan.steps.length > 0)
+    sections.push(`${LEDGER_SECTIONS.plan} (${dataLine(String(inFlight.plan.tool), 60)}):\n${planLines(inFlight).join('\n')}`);
+  if (inFlight.background.length > 0) sections.push(`${LEDGER_SECTIONS.background}\n${inFlight.background.map(backgroundLine).join('\n')}`);
+  if (inFlight.queued.length > 0) sections.push(`${LEDGER_SECTIONS.queued}\n${inFlight.queued.map(queuedLine).join('\n')}`);
+  if (inFlight.instructions.length > 0) sections.push(`${LEDGER_SECTIONS.instructions}\n${inFlight.instructions.map(instructionLine).join('\n')}`);
   if (ledger.identifiers.length > 0) sections.push(`${LEDGER_SECTIONS.identifiers} ${ledger.identifiers.map((id) => factLine(String(id))).join(', ')}`);
   const f = ledger.folded;
   const folded = Object.entries(f).filter(([, n]) => n > 0);
-  if (folded.length > 0) sections.push(`${LEDGER_SECTIONS.folded} ${folded.map(([k, n]) => `${n} ${k}`).join(', ')}`);
+  if (folded.length > 0)
+    sections.push(`${LEDGER_SECTIONS.folded} ${folded.map(([k, n]) => `${n} ${k === 'inFlight' ? 'in-flight entries over their bound' : k}`).join(', ')}`);
   // A closing line: a summary message is trimmed, which must never cut a request's own trailing white space.
   sections.push(LEDGER_END);
   return sections.join('\n\n');
@@ -410,10 +492,11 @@ export function renderLedger(ledger: Ledger): string {
  * Folds entries into counts until the rendering fits the budget, in one pass over the entries.
  * What folds first, oldest first within each step: resolved errors (never rendered, folded at
  * once), commands that succeeded, files only read or mentioned, superseded requests,
- * identifiers, other files, failed commands, open errors, and last the current requests.
+ * identifiers, other files, failed commands, and last the current requests. Open errors and
+ * the other in-flight entries never fold here (their own bound is in-flight.ts MAX_OPEN).
  */
 function foldLedger(ledger: Ledger, budgetTokens: number): LedgerBuild {
-  const folded: Facts = { requests: [], paths: [], identifiers: [] };
+  const folded: Facts = { requests: [], paths: [], identifiers: [], inFlight: [] };
   const resolved = ledger.errors.filter((e) => e.resolved).length;
   ledger.errors = ledger.errors.filter((e) => !e.resolved);
   ledger.folded.errors += resolved;
@@ -435,7 +518,6 @@ function foldLedger(ledger: Ledger, budgetTokens: number): LedgerBuild {
       .filter((f) => f.action !== 'read' && f.action !== 'mentioned')
       .map((f) => ({ item: f, kind: 'files', tokens: line(fileLine(f)), fact: () => folded.paths.push(f.path) })),
     ledger.commands.filter((c) => c.failed).map((c) => ({ item: c, kind: 'commands', tokens: line(commandLine(c)) })),
-    ledger.errors.map((e) => ({ item: e, kind: 'errors', tokens: line(errorLine(e)) })),
     ledger.requests
       .filter((r) => r.supersededBy === undefined)
       .map((r) => ({ item: r, kind: 'requests', tokens: line(requestLine(r)), fact: () => folded.requests.push(r.text) })),

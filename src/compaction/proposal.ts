@@ -7,7 +7,7 @@
 import { buildCandidate, type CandidateEntry } from './candidate';
 import type { Dialect, Message } from './dialects/types';
 import type { FactsDemand } from './gates';
-import { buildLedger, type Facts, factsOf, type Ledger, ledgerFacts, type LedgerOptions, summaryWithLedger } from './ledger';
+import { buildLedger, demandedFacts, factsOf, type Ledger, ledgerFacts, type LedgerOptions, mergeFacts, summaryWithLedger } from './ledger';
 import { maskOldOutputs } from './masking';
 import type { CompactionPlan } from './plan';
 
@@ -21,12 +21,6 @@ export interface Proposal {
   /** Positions in the candidate of the summary's messages: this compaction's (the summary's or the trim's), or (masking) the summary the head keeps. */
   summaryIndices: number[];
 }
-
-const mergeFacts = (a: Facts, b: Facts): Facts => ({
-  requests: [...a.requests, ...b.requests],
-  paths: [...a.paths, ...b.paths],
-  identifiers: [...a.identifiers, ...b.identifiers],
-});
 
 /**
  * The masking rung's proposal, or undefined when masking old tool outputs cannot bring the head to
@@ -90,14 +84,7 @@ export function summaryProposal(
     candidate,
     ledger,
     demand: {
-      expected: mergeFacts(
-        factsOf(
-          range.map((r) => r.message),
-          dialect,
-          options.requestChars,
-        ),
-        ledgerFacts(previous),
-      ),
+      expected: demandedFacts(previous, range, dialect, options),
       folded,
     },
     replaced: plan.middle,

@@ -15,6 +15,12 @@ export interface SummaryRequest {
   force: boolean;
   /** The latest real user request of the whole transcript, quoted verbatim. */
   latestUserRequest?: string;
+  /**
+   * The ledger the previous compaction stored, rendered (ledger.ts renderLedger): fixed text the
+   * summariser reads beside the new range and does not restate. The ledger's facts are carried
+   * from that stored ledger, never re-derived from a summary's prose, so they do not drift.
+   */
+  ledger?: string;
   /** This chunk's place: 1-based index of count. */
   chunk: { index: number; count: number };
   /** True when a message of this chunk was too large for one request and was cut (visibly). */
@@ -136,6 +142,11 @@ export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
     'Be factual and concise; the summary replaces the messages it covers.',
     "A ledger follows your summary with the user's requests verbatim, the files touched, the commands run and the identifiers named: describe the state of the work rather than copying them out.",
   ];
+  if (request.ledger) {
+    instructions.push(
+      'The ledger the service already keeps is given as fixed text: it is carried to the next summary as it is, so do not restate, reword or correct it; summarise the new messages around it.',
+    );
+  }
   if (request.previousSummary) {
     instructions.push(
       'A summary of the earlier conversation exists: update it with the new messages instead of summarising it again, and keep what still matters from it.',
@@ -149,6 +160,8 @@ export function buildSummaryPrompt(request: SummaryRequest): ChatMessage[] {
   if (request.force) instructions.push('This compaction was forced by the caller: summarise even if the conversation is short.');
 
   const parts: string[] = [];
+  // The prefix layout's head holds the ledger already, inside the previous summary.
+  if (request.ledger && !request.prefix) parts.push(`Ledger so far (fixed text, kept by the service):\n${request.ledger}`);
   if (request.prefix) {
     const { from, to, messages } = request.prefix;
     const after = messages.length - to;

@@ -17,6 +17,10 @@ export const LEDGER_SECTIONS = {
   files: 'Files (last action):',
   commands: 'Commands (last outcome):',
   errors: 'Errors not yet resolved:',
+  plan: 'Plan, latest, verbatim',
+  background: 'Background work still running:',
+  queued: 'User turns not yet answered, oldest first:',
+  instructions: 'Standing instructions, verbatim:',
   identifiers: 'Identifiers the user named:',
   folded: 'Folded into counts to fit (oldest and resolved first):',
 } as const;
@@ -26,6 +30,10 @@ const SECTION_STEMS = [
   'Files (last action)',
   'Commands (last outcome)',
   'Errors not yet resolved',
+  'Plan, latest, verbatim',
+  'Background work still running',
+  'User turns not yet answered',
+  'Standing instructions, verbatim',
   'Identifiers the user named',
   'Folded into counts to fit',
 ];

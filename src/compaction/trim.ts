@@ -11,7 +11,7 @@
 import { buildCandidate, type CandidateEntry } from './candidate';
 import type { Dialect, Message, MessageGroup } from './dialects/types';
 import { providerValid } from './gates';
-import { buildLedger, factsOf, type Facts, type Ledger, ledgerFacts, summaryWithLedger } from './ledger';
+import { buildLedger, demandedFacts, type Ledger, summaryWithLedger } from './ledger';
 import { isBrokenGroup, latestUserRequestIndex, type CompactionPlan } from './plan';
 import type { Proposal } from './proposal';
 
@@ -69,12 +69,6 @@ function cutOf(parts: ReturnType<typeof classify>, n: number): TrimCut {
   };
 }
 
-const mergeFacts = (a: Facts, b: Facts): Facts => ({
-  requests: [...a.requests, ...b.requests],
-  paths: [...a.paths, ...b.paths],
-  identifiers: [...a.identifiers, ...b.identifiers],
-});
-
 /** The proposal for one cut: the kept head, the summary message (prose and ledger of what was dropped), the kept groups. */
 function proposalOf(
   snapshot: readonly Message[],
@@ -101,14 +95,7 @@ function proposalOf(
     candidate,
     ledger,
     demand: {
-      expected: mergeFacts(
-        factsOf(
-          range.map((r) => r.message),
-          dialect,
-          options.requestChars,
-        ),
-        ledgerFacts(previous),
-      ),
+      expected: demandedFacts(previous, range, dialect, options),
       folded,
     },
     replaced,

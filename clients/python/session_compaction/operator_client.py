@@ -39,8 +39,10 @@ class OperatorClient:
 
     async def ledger(self, session_id: str) -> dict[str, Any] | None:
         """The ledger the lineage's head carries (SQL ``session_ledger``): the user's requests and
-        corrections, files, commands, open errors and identifiers its compactions kept; None
-        before the first compaction."""
+        corrections, files, commands, open errors and identifiers its compactions kept, and the
+        in-flight work (``inFlight``: the plan, background work, user turns not yet answered,
+        standing instructions; absent from a ledger stored before it); None before the first
+        compaction."""
         check_session_id(session_id)
         return await self._data.call("select session_ledger(%s)", (session_id,))
 

@@ -151,6 +151,10 @@ _SECTION_STEMS = (
     "Files (last action)",
     "Commands (last outcome)",
     "Errors not yet resolved",
+    "Plan, latest, verbatim",
+    "Background work still running",
+    "User turns not yet answered",
+    "Standing instructions, verbatim",
     "Identifiers the user named",
     "Folded into counts to fit",
 )

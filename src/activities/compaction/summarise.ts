@@ -9,6 +9,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
 import { withoutReservedText } from '../../compaction/summary-structure';
+import { renderLedger } from '../../compaction/ledger';
 import { latestUserRequestText, prefixLayout } from '../../compaction/summary-prompt';
 import { summariseInChunks, type SummaryProgress, type SummaryResult } from '../summariser';
 import type { CompactSessionInput, CompactionActivityDeps } from './deps';
@@ -86,6 +87,7 @@ async function summariseOnce(
         focusTopic: input.focusTopic === undefined ? undefined : withoutReservedText(input.focusTopic),
         force: input.force,
         latestUserRequest: latestUserRequestText(s.messages, s.dialect),
+        ledger: s.storedLedger === null ? undefined : renderLedger(s.previousLedger),
         dialect: s.dialect,
         prefix: layout.prefix,
       },
