@@ -312,7 +312,9 @@ export function createInspectorApp(options: InspectorOptions): Hono {
   });
   app.use(async (c, next) => {
     // The health check tells nothing about anyone's data, and a load balancer asks by address.
-    if (c.req.path === '/healthz' || hostAllowed(c.req.header('host'), allowedHosts)) return next();
+    // The Host header; in process (app.request), where there is none, the URL's authority.
+    const host = c.req.header('host') ?? new URL(c.req.url).host;
+    if (c.req.path === '/healthz' || hostAllowed(host, allowedHosts)) return next();
     // 421 Misdirected Request: this server does not answer for that name (not 403: no credential would help).
     return c.text('Misdirected request: this inspector does not answer to that Host (INSPECTOR_ALLOWED_HOSTS lists the names it does).', 421);
   });

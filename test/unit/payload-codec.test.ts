@@ -151,7 +151,11 @@ describe('the codec endpoint', () => {
   it('no token, no decode: 401 and not a byte of the plaintext', async () => {
     const url = await start(createCodecServer(codec, { corsOrigins: [origin], authToken: token, namespace: 'prod' }));
     const [encoded] = await codec.encode([plain('PLAINTEXT-4412')], lineage('a'));
-    for (const headers of [{}, { authorization: `Bearer ${token.slice(0, -1)}` }, { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { authorization: `Bearer ${token.slice(0, -1)}` },
+      { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` },
+    ]) {
       const refused = await decode(url, encoded, headers);
       expect(refused.status).toBe(401);
       expect(await refused.text()).not.toContain('PLAINTEXT');
