@@ -95,7 +95,7 @@ form.filters{display:flex;gap:.5em;flex-wrap:wrap;margin-bottom:1em}
 code{background:#f0f0f0;padding:0 .2em}
 `;
 
-/** The live panel's refresh: the page's only script, allowed by its hash (CSP_SCRIPT_HASH). */
+/** The live panel's refresh: the page's only script, allowed by its hash (CONTENT_SECURITY_POLICY). */
 const LIVE_SCRIPT = `
 (function(){var el=document.getElementById('live');function load(){fetch(el.dataset.src).then(function(r){return r.text()}).then(function(t){el.innerHTML=t}).catch(function(){});}
 load();setInterval(load,2000);})();
@@ -311,8 +311,8 @@ export function createInspectorApp(options: InspectorOptions): Hono {
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(name, value);
   });
   app.use(async (c, next) => {
-    // The health check tells nothing about anyone's data, and a load balancer asks by address.
     // The Host header; in process (app.request), where there is none, the URL's authority.
+    // The health check tells nothing about anyone's data, and a load balancer asks by address.
     const host = c.req.header('host') ?? new URL(c.req.url).host;
     if (c.req.path === '/healthz' || hostAllowed(host, allowedHosts)) return next();
     // 421 Misdirected Request: this server does not answer for that name (not 403: no credential would help).
