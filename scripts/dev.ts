@@ -116,14 +116,19 @@ async function main(): Promise<number> {
     if (stopping) return;
     const databaseUrl = pg?.url ?? config.databaseUrl;
 
-    // With encryption on, a local codec endpoint lets the Web UI show decrypted payloads.
+    // With encryption on, a local codec endpoint lets the Web UI show decrypted payloads. The dev
+    // server's Web UI has no login, so it has no token to forward: without CODEC_AUTH_TOKEN the
+    // endpoint serves without one (on 127.0.0.1, this machine only), and says so.
     let codecUrl: string | undefined;
-    const codec = codecFromKeys(config.payloadEncryptionKeys);
+    const codec = codecFromKeys(config.payloadEncryptionKeys, config.temporal.namespace);
     if (codec) {
-      const codecServer = createCodecServer(codec, codecServerOptions(config));
+      const insecureNoAuth = config.codecInsecureNoAuth || config.codecAuthToken === undefined;
+      const codecServer = createCodecServer(codec, { ...codecServerOptions(config), insecureNoAuth });
       await new Promise<void>((resolve) => codecServer.listen(config.codecServerPort, '127.0.0.1', resolve));
       codecUrl = `http://127.0.0.1:${config.codecServerPort}`;
-      say(`codec endpoint for the Web UI: ${codecUrl}`);
+      say(
+        `codec endpoint for the Web UI: ${codecUrl}${config.codecAuthToken ? '' : ' (no token: any local process may decrypt; set CODEC_AUTH_TOKEN to require one)'}`,
+      );
       stops.push({ done: 'codec endpoint stopped', stop: () => new Promise<void>((resolve) => codecServer.close(() => resolve())) });
     }
 
@@ -177,6 +182,7 @@ async function main(): Promise<number> {
       temporalUiUrl: process.env.TEMPORAL_UI_URL ? config.temporalUiUrl : uiUrl,
       bindAddress: config.inspectorBindAddress,
       authToken: config.inspectorAuthToken,
+      allowedHosts: config.inspectorAllowedHosts,
     });
     // Before the worker in the list, so stopped after it: it only reads.
     stops.splice(stops.length - 1, 0, {

@@ -207,12 +207,21 @@ export interface Config {
   inspectorBindAddress: string;
   /** Token the inspector requires (Basic password or Bearer); required when it binds anything but loopback. */
   inspectorAuthToken?: string;
+  /**
+   * Host names the inspector answers to besides loopback names and its bind host (the `Host`
+   * header of any other request is refused: DNS rebinding). Lower-case, without ports.
+   */
+  inspectorAllowedHosts: string[];
+  /** The database the inspector reads (a read-only role, once there is one); DATABASE_URL when unset. */
+  inspectorDatabaseUrl: string;
   /** The Temporal Web UI, for links from the inspector. */
   temporalUiUrl: string;
   /** OTLP endpoint for traces; tracing is off without it. */
   otlpEndpoint?: string;
-  /** Bearer token the codec endpoint requires (the Web UI forwards it); none: no token asked. */
+  /** Bearer token the codec endpoint requires (the Web UI forwards it); it refuses to start without one unless codecInsecureNoAuth. */
   codecAuthToken?: string;
+  /** Serve the codec endpoint without a token (CODEC_INSECURE_NO_AUTH=true): a developer's machine only. */
+  codecInsecureNoAuth: boolean;
   /** Serve /encode too (the UI needs it only to send encoded input, e.g. a signal); off by default. */
   codecEnableEncode: boolean;
   /** Largest request body the codec endpoint reads. */
@@ -244,9 +253,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     metricsBindAddress: bindAddress(env.METRICS_BIND_ADDRESS),
     inspectorBindAddress: bindAddress(env.INSPECTOR_BIND_ADDRESS, '127.0.0.1:8234')!,
     inspectorAuthToken: env.INSPECTOR_AUTH_TOKEN || undefined,
+    inspectorAllowedHosts: (env.INSPECTOR_ALLOWED_HOSTS || '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean),
+    inspectorDatabaseUrl: env.INSPECTOR_DATABASE_URL || env.DATABASE_URL || DEV_DATABASE_URL,
     temporalUiUrl: (env.TEMPORAL_UI_URL || 'http://127.0.0.1:8233').replace(/\/+$/, ''),
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
     codecAuthToken: env.CODEC_AUTH_TOKEN || undefined,
+    codecInsecureNoAuth: boolFrom(env, 'CODEC_INSECURE_NO_AUTH') ?? false,
     codecEnableEncode: env.CODEC_ENABLE_ENCODE === 'true',
     codecMaxBodyBytes: intFrom(env, 'CODEC_MAX_BODY_BYTES', 4 * 1024 * 1024),
     payloadEncryptionKeys: env.PAYLOAD_ENCRYPTION_KEYS || undefined,

@@ -184,6 +184,17 @@ export class PayloadKeysMissingError extends SessionCompactionError {
   }
 }
 
+/**
+ * An encrypted payload this process holds the key for does not decrypt: too short to be one,
+ * an unknown envelope, altered, or bound to another namespace or workflow than the one
+ * reading it (src/codec/aes-gcm-codec.ts).
+ */
+export class PayloadDecryptionError extends SessionCompactionError {
+  constructor(public readonly reason: string) {
+    super(`an encrypted payload was refused: ${reason}`);
+  }
+}
+
 /** `error` and each of its causes, outermost first (a cycle ends the walk). */
 export function* causeChain(error: unknown): Generator<{ readonly [key: string]: unknown }> {
   const seen = new Set<unknown>();

@@ -41,6 +41,7 @@ export function secretsFromEnv(env: Record<string, string | undefined>): string[
     env.PAYLOAD_ENCRYPTION_KEYS,
     ...(env.PAYLOAD_ENCRYPTION_KEYS ?? '').split(',').map((part) => part.slice(part.indexOf(':') + 1).trim()),
     ...urlPassword(env.DATABASE_URL),
+    ...urlPassword(env.INSPECTOR_DATABASE_URL),
   ];
   const secrets = new Set<string>();
   for (const value of values) {

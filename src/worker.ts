@@ -86,7 +86,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     },
     { secrets: config.secrets, databaseUrl: config.databaseUrl },
   );
-  const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
+  const encrypted = encryptedDataConverter(config.payloadEncryptionKeys, config.temporal.namespace);
   if (encrypted) say('payloads and failure messages in Temporal history are encrypted (AES-256-GCM)');
   const tracingPlugin = tracing ? workerTracingPlugin() : undefined;
   if (tracingPlugin) say('tracing: spans exported (OpenTelemetry)');

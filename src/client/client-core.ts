@@ -37,7 +37,7 @@ export function connectCore(options: ClientCoreOptions): ClientCore & { owned: O
   // Lazy: the commands that read only Postgres (transcript, lineage, list, history, audit) work while Temporal is down.
   const connection = options.connection ?? lazyClientConnection(config.temporal);
   const database = options.database ?? openDatabase(config.databaseUrl);
-  const encrypted = encryptedDataConverter(config.payloadEncryptionKeys);
+  const encrypted = encryptedDataConverter(config.payloadEncryptionKeys, config.temporal.namespace);
   installTracingFromConfig(config);
   const tracing = clientTracingInterceptors();
   const temporal = new Client({

@@ -3,13 +3,27 @@
  * and /encode with `{ payloads: [...] }` in protobuf JSON form. Point the UI at it (the dev
  * stack does when PAYLOAD_ENCRYPTION_KEYS is set) to read encrypted histories in the browser;
  * the keys never leave this process. `npm run codec-server` runs it alone.
+ *
+ * It decrypts for whoever holds its bearer token (CODEC_AUTH_TOKEN), and refuses to start
+ * without one unless told it is a developer's machine (CODEC_INSECURE_NO_AUTH=true, which
+ * `npm run dev` sets when no token is configured: the Web UI of the dev server cannot send
+ * one). Each request decodes in the namespace its X-Namespace header names (the Web UI and
+ * the Temporal CLI send it), else the configured one: a payload bound to another namespace
+ * does not decode (src/codec/aes-gcm-codec.ts).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Payload, PayloadCodec } from '@temporalio/common';
+import type { Payload } from '@temporalio/common';
 import { timingSafeEqual } from 'node:crypto';
 import { type Config, loadConfig } from '../config';
-import { codecFromKeys } from './aes-gcm-codec';
+import { InvalidInputError } from '../errors';
+import { codecFromKeys, DEFAULT_NAMESPACE, type PayloadBinding } from './aes-gcm-codec';
+
+/** A payload codec that takes the namespace it reads or writes in (AesGcmPayloadCodec). */
+export interface NamespacedCodec {
+  encode(payloads: Payload[], binding?: PayloadBinding): Promise<Payload[]>;
+  decode(payloads: Payload[], binding?: PayloadBinding): Promise<Payload[]>;
+}
 
 interface JsonPayload {
   metadata?: Record<string, string>;
@@ -28,8 +42,12 @@ const toJson = (p: Payload): JsonPayload => ({
 export interface CodecServerOptions {
   /** Web UI origins allowed to call (CORS); a request from any other origin is refused. */
   corsOrigins: string[];
-  /** When set, every POST must carry `authorization: Bearer <token>` (the Web UI forwards it). */
+  /** Every POST must carry `authorization: Bearer <token>` (the Web UI forwards it). Required unless insecureNoAuth. */
   authToken?: string;
+  /** Serve without a token: only for a developer's machine (CODEC_INSECURE_NO_AUTH; `npm run dev` sets it without a token). */
+  insecureNoAuth?: boolean;
+  /** The namespace a request without an X-Namespace header decodes in (TEMPORAL_NAMESPACE). */
+  namespace?: string;
   /** Serve /encode too; off by default (reading history needs only /decode). */
   enableEncode?: boolean;
   /** Largest request body read; a larger one is refused with 413. */
@@ -48,7 +66,19 @@ function tokenMatches(header: string | undefined, token: string): boolean {
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-export function createCodecServer(codec: PayloadCodec, options: CodecServerOptions): http.Server {
+/** The shortest token accepted: a bearer token is the only thing between a caller and the plaintext. */
+export const MIN_CODEC_TOKEN_LENGTH = 16;
+
+export function createCodecServer(codec: NamespacedCodec, options: CodecServerOptions): http.Server {
+  if (options.authToken === undefined && !options.insecureNoAuth) {
+    throw new InvalidInputError(
+      'CODEC_AUTH_TOKEN',
+      'is required: the codec endpoint decrypts payloads for whoever calls it (CODEC_INSECURE_NO_AUTH=true serves without one, on a developer machine only)',
+    );
+  }
+  if (options.authToken !== undefined && options.authToken.length < MIN_CODEC_TOKEN_LENGTH) {
+    throw new InvalidInputError('CODEC_AUTH_TOKEN', `must be at least ${MIN_CODEC_TOKEN_LENGTH} characters`);
+  }
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const refuse = (res: http.ServerResponse, status: number, text: string) => res.writeHead(status, { 'content-type': 'text/plain' }).end(`${text}\n`);
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
@@ -76,7 +106,7 @@ export function createCodecServer(codec: PayloadCodec, options: CodecServerOptio
       refuse(res, 404, `POST ${routes.join(' or ')}`);
       return;
     }
-    if (options.authToken && !tokenMatches(req.headers.authorization, options.authToken)) {
+    if (options.authToken !== undefined && !tokenMatches(req.headers.authorization, options.authToken)) {
       res.setHeader('www-authenticate', 'Bearer');
       refuse(res, 401, 'a valid bearer token is required (CODEC_AUTH_TOKEN)');
       return;
@@ -96,7 +126,9 @@ export function createCodecServer(codec: PayloadCodec, options: CodecServerOptio
       }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { payloads?: JsonPayload[] };
       const payloads = (body.payloads ?? []).map(fromJson);
-      const out = route === '/decode' ? await codec.decode(payloads) : await codec.encode(payloads);
+      const header = req.headers['x-namespace'];
+      const binding = { namespace: (Array.isArray(header) ? header[0] : header) || options.namespace || DEFAULT_NAMESPACE };
+      const out = route === '/decode' ? await codec.decode(payloads, binding) : await codec.encode(payloads, binding);
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ payloads: out.map(toJson) }));
     } catch (error) {
       if (error instanceof BodyTooLarge) {
@@ -120,6 +152,8 @@ export function codecServerOptions(config: Config): CodecServerOptions {
   return {
     corsOrigins: config.codecCorsOrigins,
     authToken: config.codecAuthToken,
+    insecureNoAuth: config.codecInsecureNoAuth,
+    namespace: config.temporal.namespace,
     enableEncode: config.codecEnableEncode,
     maxBodyBytes: config.codecMaxBodyBytes,
   };
@@ -127,13 +161,13 @@ export function codecServerOptions(config: Config): CodecServerOptions {
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const codec = codecFromKeys(config.payloadEncryptionKeys);
+  const codec = codecFromKeys(config.payloadEncryptionKeys, config.temporal.namespace);
   if (!codec) throw new Error('PAYLOAD_ENCRYPTION_KEYS is not set: there is nothing to decode');
   const server = createCodecServer(codec, codecServerOptions(config));
   server.listen(config.codecServerPort, '127.0.0.1', () => {
     const { port } = server.address() as AddressInfo;
     console.log(
-      `codec server on http://127.0.0.1:${port} (CORS: ${config.codecCorsOrigins.join(', ')}; bearer token ${config.codecAuthToken ? 'required' : 'not required'}; /encode ${config.codecEnableEncode ? 'on' : 'off'})`,
+      `codec server on http://127.0.0.1:${port} (CORS: ${config.codecCorsOrigins.join(', ')}; bearer token ${config.codecAuthToken ? 'required' : 'NOT required (CODEC_INSECURE_NO_AUTH)'}; /encode ${config.codecEnableEncode ? 'on' : 'off'})`,
     );
   });
 }

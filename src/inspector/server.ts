@@ -8,6 +8,11 @@
  * otherwise. Transcripts hold whatever users said: bound to anything but loopback it requires
  * a token (INSPECTOR_AUTH_TOKEN, as a Basic password, which a browser asks for, or a Bearer
  * token) and refuses to start without one.
+ *
+ * Against a web page the operator visits (DNS rebinding, framing): every request's `Host` must
+ * be a loopback name, the bound host or one of INSPECTOR_ALLOWED_HOSTS, else 421; every
+ * response carries a Content-Security-Policy that runs only the page's own script and style
+ * (by hash), forbids framing, and `nosniff` and `no-referrer` (docs/security.md).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { serve, type ServerType } from '@hono/node-server';
@@ -31,6 +36,8 @@ export interface InspectorOptions {
   temporalUiUrl: string;
   /** When set, every page needs it: the password of Basic auth (any user name) or a Bearer token. */
   authToken?: string;
+  /** Host names answered besides loopback names (and, with startInspector, the bound host): INSPECTOR_ALLOWED_HOSTS. */
+  allowedHosts?: string[];
 }
 
 /** Whether a host name is this machine only (127.0.0.0/8, ::1, localhost). */
@@ -53,6 +60,24 @@ function authorised(header: string | undefined, token: string): boolean {
   return timingSafeEqual(a, b);
 }
 
+/** The host name of a Host header (`name`, `name:port`, `[v6]:port`), lower-case, without a trailing dot. */
+export function hostName(header: string): string {
+  const value = header.trim().toLowerCase();
+  const name = value.startsWith('[') ? value.slice(1, value.indexOf(']')) : value.replace(/:\d*$/, '');
+  return name.replace(/\.$/, '');
+}
+
+/**
+ * Whether a request's Host header names this inspector: a loopback name, or one of `allowed`.
+ * A page on another origin that resolves its own name to 127.0.0.1 (DNS rebinding) sends its
+ * own name: refused, so it never reads a response.
+ */
+export function hostAllowed(header: string | undefined, allowed: readonly string[]): boolean {
+  if (!header) return false;
+  const name = hostName(header);
+  return isLoopback(name) || allowed.includes(name);
+}
+
 const STYLE = `
 body{font:14px/1.45 system-ui,sans-serif;margin:0;color:#1b1b1b;background:#fafafa}
 header{background:#24292f;color:#fff;padding:.6em 1.2em}header a{color:#fff;text-decoration:none;font-weight:600}
@@ -69,6 +94,38 @@ form.filters{display:flex;gap:.5em;flex-wrap:wrap;margin-bottom:1em}
 .live{background:#fff;border:1px solid #ddd;padding:.5em 1em}
 code{background:#f0f0f0;padding:0 .2em}
 `;
+
+/** The live panel's refresh: the page's only script, allowed by its hash (CONTENT_SECURITY_POLICY). */
+const LIVE_SCRIPT = `
+(function(){var el=document.getElementById('live');function load(){fetch(el.dataset.src).then(function(r){return r.text()}).then(function(t){el.innerHTML=t}).catch(function(){});}
+load();setInterval(load,2000);})();
+`;
+
+const sha256 = (value: string) => `'sha256-${createHash('sha256').update(value, 'utf8').digest('base64')}'`;
+
+/**
+ * What every response may do in a browser: nothing by default; the page's one script and one
+ * style element by hash (no other inline code runs, so injected markup cannot script); fetches
+ * and form submissions to this origin only; never framed (clickjacking).
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  `script-src ${sha256(LIVE_SCRIPT)}`,
+  `style-src ${sha256(STYLE)}`,
+  "connect-src 'self'",
+  "img-src 'self'",
+  "form-action 'self'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** The headers on every response, error pages included. */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': CONTENT_SECURITY_POLICY,
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
 
 function page(title: string, body: Html): Html {
   return html`<!doctype html>
@@ -165,10 +222,7 @@ ${detail.compactions.map(
 )}
 </tbody></table>
 ${detail.compactions.length === 0 ? html`<p>No compactions yet.</p>` : ''}
-<script>
-(function(){var el=document.getElementById('live');function load(){fetch(el.dataset.src).then(function(r){return r.text()}).then(function(t){el.innerHTML=t}).catch(function(){});}
-load();setInterval(load,2000);})();
-</script>`,
+<script>${raw(LIVE_SCRIPT)}</script>`,
   );
 }
 
@@ -261,6 +315,20 @@ export function createInspectorApp(options: InspectorOptions): Hono {
   const { client } = options;
   const app = new Hono();
   const { authToken } = options;
+  const allowedHosts = (options.allowedHosts ?? []).map((h) => h.trim().toLowerCase()).filter(Boolean);
+  // First, so every answer below (refusals, errors, 404s) carries them.
+  app.use(async (c, next) => {
+    await next();
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(name, value);
+  });
+  app.use(async (c, next) => {
+    // The Host header; in process (app.request), where there is none, the URL's authority.
+    // The health check tells nothing about anyone's data, and a load balancer asks by address.
+    const host = c.req.header('host') ?? new URL(c.req.url).host;
+    if (c.req.path === '/healthz' || hostAllowed(host, allowedHosts)) return next();
+    // 421 Misdirected Request: this server does not answer for that name (not 403: no credential would help).
+    return c.text('Misdirected request: this inspector does not answer to that Host (INSPECTOR_ALLOWED_HOSTS lists the names it does).', 421);
+  });
   if (authToken !== undefined) {
     app.use(async (c, next) => {
       // The health check tells nothing about anyone's data.
@@ -332,7 +400,9 @@ export async function startInspector(options: InspectorOptions & { bindAddress: 
     throw new InvalidInputError('INSPECTOR_AUTH_TOKEN', `is required to bind the inspector to ${hostname}, which is not loopback: its pages show transcripts`);
   }
   if (options.authToken !== undefined && options.authToken.length < 16) throw new InvalidInputError('INSPECTOR_AUTH_TOKEN', 'must be at least 16 characters');
-  const app = createInspectorApp(options);
+  // The bound host answers too, unless it is a wildcard (0.0.0.0, ::), which no Host names.
+  const boundHost = hostname === '0.0.0.0' || hostname === '::' ? [] : [hostName(hostname.includes(':') ? `[${hostname}]` : hostname)];
+  const app = createInspectorApp({ ...options, allowedHosts: [...(options.allowedHosts ?? []), ...boundHost] });
   const port = Number(options.bindAddress.slice(at + 1));
   const server = await new Promise<ServerType>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname, port }, () => resolve(s));
@@ -349,12 +419,14 @@ export async function startInspector(options: InspectorOptions & { bindAddress: 
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const client = await SessionsClient.connect({ config });
+  // Its own database setting, so it can connect as a read-only role (INSPECTOR_DATABASE_URL, else DATABASE_URL).
+  const client = await SessionsClient.connect({ config: { ...config, databaseUrl: config.inspectorDatabaseUrl } });
   const inspector = await startInspector({
     client,
     temporalUiUrl: config.temporalUiUrl,
     bindAddress: config.inspectorBindAddress,
     authToken: config.inspectorAuthToken,
+    allowedHosts: config.inspectorAllowedHosts,
   });
   console.log(`inspector: ${inspector.url} (read-only; Temporal Web UI ${config.temporalUiUrl})`);
   const stop = async () => {

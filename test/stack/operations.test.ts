@@ -155,7 +155,7 @@ describe('payload encryption', () => {
       expect(failedJson).not.toContain('HTTP 400'); // the classified message is encrypted too
 
       // The codec endpoint the Web UI uses.
-      const server = createCodecServer(rotated, { corsOrigins: ['http://127.0.0.1:8233'] });
+      const server = createCodecServer(rotated, { corsOrigins: ['http://127.0.0.1:8233'], insecureNoAuth: true });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
       try {
         const { port } = server.address() as import('node:net').AddressInfo;

@@ -259,18 +259,18 @@ describe('operator surfaces are safe by default', () => {
     };
     const body = JSON.stringify({ payloads: [payload] });
     const origin = 'http://127.0.0.1:8233';
-    const server = createCodecServer(codec, { corsOrigins: [origin], authToken: 'secret-token', maxBodyBytes: 4096 });
+    const server = createCodecServer(codec, { corsOrigins: [origin], authToken: 'secret-token-of-20-chars', maxBodyBytes: 4096 });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const post = (route: string, headers: Record<string, string>, payloadBody = body) =>
       fetch(`${url}${route}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payloadBody });
     try {
-      const ok = await post('/decode', { origin, authorization: 'Bearer secret-token' });
+      const ok = await post('/decode', { origin, authorization: 'Bearer secret-token-of-20-chars' });
       expect(ok.status).toBe(200);
       expect(ok.headers.get('access-control-allow-origin')).toBe(origin);
       expect(Buffer.from(((await ok.json()) as { payloads: Array<{ data: string }> }).payloads[0].data, 'base64').toString()).toBe('"hello"');
 
-      const wrongOrigin = await post('/decode', { origin: 'http://evil.example', authorization: 'Bearer secret-token' });
+      const wrongOrigin = await post('/decode', { origin: 'http://evil.example', authorization: 'Bearer secret-token-of-20-chars' });
       expect(wrongOrigin.status).toBe(403);
       expect(wrongOrigin.headers.get('access-control-allow-origin')).toBeNull();
       expect(await wrongOrigin.text()).not.toContain('hello');
@@ -280,13 +280,13 @@ describe('operator surfaces are safe by default', () => {
       expect((await post('/decode', { origin, authorization: 'Bearer wrong-token!' })).status).toBe(401);
 
       const big = JSON.stringify({ payloads: [payload], padding: 'x'.repeat(8192) });
-      expect((await post('/decode', { origin, authorization: 'Bearer secret-token' }, big)).status).toBe(413);
+      expect((await post('/decode', { origin, authorization: 'Bearer secret-token-of-20-chars' }, big)).status).toBe(413);
 
-      expect((await post('/encode', { origin, authorization: 'Bearer secret-token' })).status).toBe(404);
+      expect((await post('/encode', { origin, authorization: 'Bearer secret-token-of-20-chars' })).status).toBe(404);
     } finally {
       server.close();
     }
-    const withEncode = createCodecServer(codec, { corsOrigins: [origin], enableEncode: true });
+    const withEncode = createCodecServer(codec, { corsOrigins: [origin], enableEncode: true, insecureNoAuth: true });
     await new Promise<void>((r) => withEncode.listen(0, '127.0.0.1', r));
     try {
       const response = await fetch(`http://127.0.0.1:${(withEncode.address() as AddressInfo).port}/encode`, { method: 'POST', headers: { origin }, body });
