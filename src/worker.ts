@@ -8,6 +8,7 @@ import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
 import { withActivityFailures } from './activities/failures';
+import { createNativeCompaction } from './activities/native-compaction';
 import { createRetentionActivities, type RetentionActivityDeps } from './activities/retention';
 import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
@@ -68,6 +69,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     ledger: { percent: config.compaction.ledgerPercent, maxTokens: config.compaction.ledgerMaxTokens, requestChars: config.compaction.ledgerRequestChars },
     masking: config.compaction.masking ? { targetPercent: config.compaction.maskingTargetPercent } : undefined,
     summaryLayout: config.compaction.summaryLayout,
+    native: createNativeCompaction(config.native),
     autoCompaction: config.autoCompaction,
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,

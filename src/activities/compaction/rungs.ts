@@ -13,10 +13,11 @@ import { trimProposal, trimTarget } from '../../compaction/trim';
 import type { CompactSessionInput, CompactionActivityDeps } from './deps';
 import type { Heartbeat } from './heartbeat';
 import { gatesOf, type Snapshot } from './snapshot';
+import { native } from './native';
 import { inputTooLarge, summarise } from './summarise';
 
 /** What the summariser reported it used (none for a rung without a summariser call). */
-interface SummariserUsage {
+export interface SummariserUsage {
   promptTokens?: number;
   completionTokens?: number;
   cachedPromptTokens?: number;
@@ -163,8 +164,8 @@ const trim: Rung = {
   },
 };
 
-/** Cheapest first; the trim last. */
-export const RUNGS: readonly Rung[] = [masking, summary, trim];
+/** Cheapest first (the provider's own compaction before our summary); the trim last. */
+export const RUNGS: readonly Rung[] = [masking, native, summary, trim];
 
 const addUsage = (a: SummariserUsage, b: SummariserUsage = {}): SummariserUsage => {
   const sum = (x?: number, y?: number) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0));
