@@ -172,16 +172,23 @@ export function nativeProposal(
     ...(plan.previousSummary ? [`Summary before that:\n${plan.previousSummary}`] : []),
   ].join('\n\n');
   const latest = plan.latestUserRequest !== undefined ? snapshot[plan.latestUserRequest] : undefined;
-  const opaque: Message[] =
-    result.binding.provider === 'anthropic'
-      ? [{ role: 'assistant', content: [result.item] }]
-      : [...result.before.filter((m) => !dialect.posesAsSummary(m) && !(latest && jsonEqual(m, latest))), result.item];
   const kept = (i: number): CandidateEntry => ({ message: snapshot[i], from: i });
+  // A user message the provider returned is the middle's own row when its text is one's: kept as
+  // that row (its lineage sequence number names it in later ledgers), else as the provider wrote it.
+  const users = plan.middle.filter((i) => dialect.isRealUserRequest(snapshot[i]) && i !== plan.latestUserRequest);
+  const asRow = (m: Message): CandidateEntry => {
+    const i = users.find((u) => jsonEqual(snapshot[u], m)) ?? users.find((u) => dialect.textOf(snapshot[u]) === dialect.textOf(m));
+    return i === undefined ? { message: m } : kept(i);
+  };
+  const opaque: CandidateEntry[] =
+    result.binding.provider === 'anthropic'
+      ? [{ message: { role: 'assistant', content: [result.item] } }]
+      : [...result.before.filter((m) => !dialect.posesAsSummary(m) && !(latest && jsonEqual(m, latest))).map(asRow), { message: result.item }];
   const after = [...(plan.latestUserRequest !== undefined ? [plan.latestUserRequest] : []), ...plan.tail];
   const candidate: CandidateEntry[] = [
     ...plan.head.map(kept),
-    ...dialect.summaryMessages(summaryWithLedger(prose, ledger), opaque[0]).map((message) => ({ message })),
-    ...opaque.map((message) => ({ message })),
+    ...dialect.summaryMessages(summaryWithLedger(prose, ledger), opaque[0].message).map((message) => ({ message })),
+    ...opaque,
     ...after.map(kept),
   ];
   return {
