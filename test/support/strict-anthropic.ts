@@ -72,8 +72,8 @@ interface AnthropicMemory {
 const newMemory = (): AnthropicMemory => ({ thinking: new Map() });
 
 /** Anthropic's compact_20260112 edit compacts only from this many input tokens. */
-export const COMPACTION_TRIGGER_MINIMUM = 50_000;
-export const invalidCompaction = (n: number, m: number) => `messages.${n}.content.${m}: Invalid \`encrypted_content\` in \`compaction\` block`;
+const COMPACTION_TRIGGER_MINIMUM = 50_000;
+const invalidCompaction = (n: number, m: number) => `messages.${n}.content.${m}: Invalid \`encrypted_content\` in \`compaction\` block`;
 
 const refuse = (rule: string, reason: string, message: string): AnthropicRefusal => ({
   status: 400,
@@ -359,10 +359,10 @@ interface AnthropicAgentReply {
  * A fault the next compacting request answers with: a 500 overloaded error, a failed compaction
  * (`content: null`), an answer with no compaction block, or no answer for `hangMs`.
  */
-export type AnthropicCompactFault = 'error' | 'null-content' | 'no-block' | 'hang';
+type AnthropicCompactFault = 'error' | 'null-content' | 'no-block' | 'hang';
 
 /** What a test drives and reads of the fake's compaction (the compact_20260112 edit). */
-export interface AnthropicCompaction {
+interface AnthropicCompaction {
   faults: AnthropicCompactFault[];
   hangMs: number;
   /** Every request that carried the compact_20260112 edit, in arrival order. */

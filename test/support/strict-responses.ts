@@ -340,10 +340,10 @@ interface ResponsesAgentReply {
  * A fault the next `/responses/compact` request answers with: a 500 server error, an answer
  * with no compaction item (codex#42393), or no answer for `hangMs` (a hung provider).
  */
-export type CompactFault = 'error' | 'no-item' | 'hang';
+type CompactFault = 'error' | 'no-item' | 'hang';
 
 /** What a test drives and reads of the fake's `/responses/compact`. */
-export interface ResponsesCompaction {
+interface ResponsesCompaction {
   /** Faults for the next compact requests, one each, in order. */
   faults: CompactFault[];
   /** How long a 'hang' holds its answer back. */

@@ -17,7 +17,7 @@ import { native } from './native';
 import { inputTooLarge, summarise } from './summarise';
 
 /** What the summariser reported it used (none for a rung without a summariser call). */
-export interface SummariserUsage {
+interface SummariserUsage {
   promptTokens?: number;
   completionTokens?: number;
   cachedPromptTokens?: number;

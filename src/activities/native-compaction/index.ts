@@ -18,7 +18,7 @@ export type NativeProvider = 'openai' | 'anthropic';
 /** Anthropic compacts only from this many input tokens (the trigger's minimum). */
 export const ANTHROPIC_TRIGGER_MINIMUM = 50_000;
 /** The beta that carries the compact_20260112 edit. */
-export const ANTHROPIC_COMPACTION_BETA = 'compact-2026-01-12';
+const ANTHROPIC_COMPACTION_BETA = 'compact-2026-01-12';
 
 /** Tokens a native call billed, in the summariser's shape (Anthropic: the sum of its compaction iterations). */
 export interface NativeUsage {
@@ -27,7 +27,7 @@ export interface NativeUsage {
   cachedPromptTokens?: number;
 }
 
-export interface NativeRequest {
+interface NativeRequest {
   model: string;
   /** The messages to compact, as the provider's API takes them. */
   input: JsonObject[];
@@ -37,7 +37,7 @@ export interface NativeRequest {
 }
 
 /** What a provider's compaction returned to keep: OpenAI's verbatim user messages and its compaction item; Anthropic's compaction block. */
-export interface NativeAnswer {
+interface NativeAnswer {
   /** Messages the provider returned before its item (OpenAI: the user messages, verbatim); none for Anthropic. */
   before: JsonObject[];
   /** The opaque item (OpenAI) or block (Anthropic), byte-exact as returned. */
@@ -55,7 +55,7 @@ export class NativeCompactionFailedError extends SessionCompactionError {
   }
 }
 
-export type NativeCall = (request: NativeRequest) => Promise<NativeAnswer>;
+type NativeCall = (request: NativeRequest) => Promise<NativeAnswer>;
 
 /** The native rung's providers: one call per configured provider, and the bound of each call. */
 export interface NativeCompaction {
@@ -68,7 +68,7 @@ export interface NativeCompaction {
 const isObject = (v: unknown): v is JsonObject => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** `POST /responses/compact`: every user message verbatim, then one `{type:'compaction', id, encrypted_content}` item. */
-export function openaiCompaction(config: NativeProviderConfig, timeoutMs: number): NativeCall {
+function openaiCompaction(config: NativeProviderConfig, timeoutMs: number): NativeCall {
   const client = new OpenAI({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: timeoutMs });
   return async ({ model, input, instructions, signal }) => {
     const response = await client.responses.compact(
@@ -98,7 +98,7 @@ export function openaiCompaction(config: NativeProviderConfig, timeoutMs: number
  * (`content: null` is a failed compaction). The trigger is Anthropic's minimum; the rung calls only
  * with more input than that. Its tokens are the compaction iterations' (`usage.iterations`).
  */
-export function anthropicCompaction(config: NativeProviderConfig, timeoutMs: number): NativeCall {
+function anthropicCompaction(config: NativeProviderConfig, timeoutMs: number): NativeCall {
   const client = new Anthropic({ apiKey: config.apiKey, baseURL: config.baseURL, maxRetries: 0, timeout: timeoutMs });
   return async ({ model, input, instructions, signal }) => {
     const response = await client.beta.messages.create(
