@@ -157,7 +157,6 @@ describe('the native rung passes, before any call, where it does not apply', () 
   };
   const configured: NativeCompaction = { calls: { openai: refuse, anthropic: refuse }, models: {}, timeoutMs: 1000 };
   const cases: Array<[string, DialectName, Partial<LineageInfo>, NativeCompaction | undefined, Partial<CompactSessionInput>, string | RegExp]> = [
-    ['off', 'openai-responses', {}, undefined, {}, "the provider's own compaction is off (NATIVE_COMPACTION)"],
     ['another dialect', 'openai-chat', {}, configured, {}, 'the openai-chat dialect has no provider compaction'],
     ['no endpoint', 'openai-responses', {}, { ...configured, calls: {} }, {}, "no openai endpoint is configured for the provider's own compaction"],
     ['a focused request', 'openai-responses', {}, configured, { focusTopic: 'tests' }, 'a focused request asks for our summary'],
@@ -175,6 +174,10 @@ describe('the native rung passes, before any call, where it does not apply', () 
         : conversation(name === 'anthropic' ? 'anthropic' : 'openai-responses');
     const result = await native.propose(stepOf(messages, { ...over, dialect: name }, deps, input));
     expect(result).toMatchObject({ passed: typeof reason === 'string' ? reason : expect.stringMatching(reason) });
+  });
+
+  it('off (the default): a pass without a reason, so the audit row is as before', async () => {
+    expect(await native.propose(stepOf(conversation('openai-responses'), {}, undefined))).toBeUndefined();
   });
 
   it('a head whose compaction item another model made', async () => {

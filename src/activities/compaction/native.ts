@@ -4,8 +4,8 @@
  * configured it (NATIVE_COMPACTION=on): openai-responses and openai-agents lineages through
  * `POST /responses/compact`, anthropic lineages through the compact_20260112 edit, with the
  * lineage's model (the opaque item is read only by the model that made it), or the configured
- * one when the lineage names none. Everything else passes to the summary, with its reason:
- * not configured, not applicable, under Anthropic's trigger minimum, a head whose opaque item
+ * one when the lineage names none. Off (NATIVE_COMPACTION unset), it passes silently; on, it
+ * passes to the summary with its reason: no endpoint for the provider, not applicable, under Anthropic's trigger minimum, a head whose opaque item
  * another model made (the summary replaces it instead of sending it again), and any failure of
  * the call (an error, the provider refusing an item as `invalid_encrypted_content`, a timeout,
  * no compaction item, `content: null`).
@@ -56,7 +56,8 @@ export const native: Rung = {
   name: 'native',
   async propose({ snapshot: s, input, deps, heartbeat }) {
     const config = deps.native;
-    if (!config) return { passed: "the provider's own compaction is off (NATIVE_COMPACTION)" };
+    // Off (the default): no trace in the audit row, so nothing changes for a worker that never turned it on.
+    if (!config) return undefined;
     const provider = PROVIDER_OF[s.dialect.name];
     if (!provider) return { passed: `the ${s.dialect.name} dialect has no provider compaction` };
     const call = config.calls[provider];
