@@ -225,4 +225,52 @@ describe.each(['openai-responses', 'openai-agents', 'anthropic'] as const)('the 
     expect(head.some((m) => jsonEqual(m, more.latest))).toBe(true);
     await nextTurn(head, more.result, `${AGENT_MODEL}-2`);
   });
+
+  it('a head whose opaque item the provider refuses (invalid_encrypted_content) is compacted by the summary, which replaces it', async () => {
+    const { id, result } = await lineage();
+    const first = await stack().client.compact(id, { timeoutMs: 60_000 });
+    expect((await auditRows(stack().db.db, id))[0].rung).toBe('native');
+    // The stored item no longer verifies (as when the provider rotates its keys): its encrypted content changes.
+    const path = provider === 'anthropic' ? sql`'{content,0,encrypted_content}'` : sql`'{encrypted_content}'`;
+    const altered = await stack().db.db.execute(
+      sql`update messages set body = jsonb_set(body, ${path}::text[], to_jsonb('tampered'::text)) where session_id = ${first.sessionId} and (body->>'type' = 'compaction' or body->'content'->0->>'type' = 'compaction')`,
+    );
+    expect(altered.rowCount).toBe(1);
+    const more = conversation(name, 2);
+    await stack().client.append(first.sessionId, [result, ...more.messages]);
+    const before = compactRequests();
+    const refusedBefore = (provider === 'anthropic' ? claude : responses).rejections.length;
+    const second = await stack().client.compact(first.sessionId, { timeoutMs: 60_000 });
+    expect(second.outcome, second.reason).toBe('compacted');
+    // The native call was made with the item, and refused.
+    expect(compactRequests()).toBe(before + 1);
+    const rejections = (provider === 'anthropic' ? claude : responses).rejections.slice(refusedBefore);
+    expect(rejections.map((r) => r.rule)).toEqual([provider === 'anthropic' ? 'AN-C' : 'RS-7']);
+    const rows = await auditRows(stack().db.db, id);
+    expect(rows.at(-1)).toMatchObject({ outcome: 'compacted', rung: 'summary' });
+    expect(rows.at(-1)!.passedRungs?.native).toMatch(/^the provider's compaction failed: the provider answered 400/);
+    const head = (await stack().client.transcript(second.sessionId)).messages;
+    expect(head.some(holdsOpaqueItem)).toBe(false);
+    await nextTurn(head, more.result);
+  });
+
+  it('compacts natively again on the same model: the previous item goes to the provider that made it, the new one replaces it', async () => {
+    const { id, result } = await lineage();
+    const first = await stack().client.compact(id, { timeoutMs: 60_000 });
+    const old = (await stack().client.transcript(first.sessionId)).messages.find(holdsOpaqueItem)!;
+    const more = conversation(name, 2);
+    await stack().client.append(first.sessionId, [result, ...more.messages]);
+    const second = await stack().client.compact(first.sessionId, { timeoutMs: 60_000 });
+    expect(second.outcome, second.reason).toBe('compacted');
+    expect((await auditRows(stack().db.db, id)).map((r) => r.rung)).toEqual(['native', 'native']);
+    // The native input held the previous item, byte-exact.
+    const sent = JSON.stringify((provider === 'anthropic' ? claude : responses).compaction.requests.at(-1)?.body ?? {});
+    expect(sent).toContain(JSON.stringify(provider === 'anthropic' ? (old.content as Message[])[0] : old));
+    const head = (await stack().client.transcript(second.sessionId)).messages;
+    const opaque = head.filter(holdsOpaqueItem);
+    expect(opaque).toHaveLength(1);
+    expect(jsonEqual(opaque[0], old)).toBe(false);
+    expect(head.some((m) => jsonEqual(m, more.latest))).toBe(true);
+    await nextTurn(head, more.result);
+  });
 });

@@ -219,7 +219,10 @@ export function validateAnthropicRequest(body: unknown, memory: AnthropicMemory 
   }
 
   // AN-5: a user first; consecutive messages of one role are one turn.
-  if (placed.length === 0 || placed[0].role !== 'user') return refuse('AN-5', 'the first message is not a user message', FIRST_MESSAGE_USER);
+  // A compaction block sent back first stands for the messages it summarised: the conversation may start with it.
+  const startsWithCompaction = placed[0]?.role === 'assistant' && placed[0].blocks[0]?.block.type === 'compaction';
+  if (placed.length === 0 || (placed[0].role !== 'user' && !startsWithCompaction))
+    return refuse('AN-5', 'the first message is not a user message', FIRST_MESSAGE_USER);
   const turns: Turn[] = [];
   placed.forEach((message, n) => {
     const last = turns.at(-1);
@@ -516,7 +519,7 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
         refusal,
       );
       requests.push(record);
-      compaction.requests.push(record);
+      compaction.requests.push({ ...record, body });
       if (refusal) {
         rejections.push(record);
         sendJson(res, refusal.status, refusal.body);

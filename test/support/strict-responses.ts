@@ -348,7 +348,7 @@ interface ResponsesCompaction {
   faults: CompactFault[];
   /** How long a 'hang' holds its answer back. */
   hangMs: number;
-  /** Every compact request, in arrival order (refused ones too). */
+  /** Every compact request, in arrival order (refused ones too), with its body. */
   requests: StrictRequestRecord<OpenAiErrorBody>[];
   /** Every compaction item made, by id: the model that made it. */
   made: Map<string, string>;
@@ -429,7 +429,7 @@ export async function startStrictResponses(options: StrictFakeOptions = {}): Pro
       refusal,
     );
     requests.push(record);
-    compaction.requests.push(record);
+    compaction.requests.push({ ...record, body });
     if ('refusal' in result) {
       rejections.push(record);
       sendJson(res, result.refusal.status, result.refusal.body);
