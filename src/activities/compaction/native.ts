@@ -5,10 +5,12 @@
  * `POST /responses/compact`, anthropic lineages through the compact_20260112 edit, with the
  * lineage's model (the opaque item is read only by the model that made it), or the configured
  * one when the lineage names none. Off (NATIVE_COMPACTION unset), it passes silently; on, it
- * passes to the summary with its reason: no endpoint for the provider, not applicable, under Anthropic's trigger minimum, a head whose opaque item
- * another model made (the summary replaces it instead of sending it again), and any failure of
- * the call (an error, the provider refusing an item as `invalid_encrypted_content`, a timeout,
- * no compaction item, `content: null`).
+ * passes to the summary with its reason: no endpoint for the provider, not applicable, under
+ * Anthropic's trigger minimum, a head whose opaque item another model made (the summary
+ * replaces it instead of sending it again), and any failure of the call (an error, the provider
+ * refusing an item as `invalid_encrypted_content`, a timeout, no compaction item,
+ * `content: null`). A cancelled attempt (a lost lease) is not a failure of the call: it ends the
+ * attempt as it would the summary's.
  */
 import { Context } from '@temporalio/activity';
 import { APIError as AnthropicApiError } from '@anthropic-ai/sdk';
@@ -86,6 +88,7 @@ export const native: Rung = {
         call({ model, input: wireInput(s), instructions, signal: Context.current().cancellationSignal }),
       );
     } catch (error) {
+      if (Context.current().cancellationSignal.aborted) throw error;
       return { passed: `the provider's compaction failed: ${nativeFailure(error, config.timeoutMs)}` };
     }
     const binding: OpaqueBinding = { provider, model, ...(typeof answer.item.id === 'string' ? { itemId: answer.item.id } : {}) };
