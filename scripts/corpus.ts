@@ -7,6 +7,13 @@
  * real user request is kept verbatim, and that every kept message is JSON-equal to one that
  * was appended (counted against the runner's own ledger, not the service's numbers). Prints
  * a table; exits 1 if any check fails. Runs on a scratch stack with the built-in summariser.
+ *
+ * The rung dimension: every transcript runs with the default rungs; those whose format has a
+ * provider compaction (openai-responses, anthropic) run again (rotate) on a second worker with
+ * the native rung on, against the strict fakes' `/responses/compact` and compact_20260112 (the
+ * real `openai` and `@anthropic-ai/sdk` clients). The table names the rung that answered (and why
+ * native passed, when it did); a native head's opaque item must be one the fake made, and every
+ * other kept message one that was appended.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -15,11 +22,18 @@ import { SessionsClient } from '../src/client/sessions-client';
 import { dialectOf, isDialectName, type Message } from '../src/compaction/dialects';
 import { canonicalJson, jsonEqual } from '../src/compaction/json';
 import { latestUserRequestIndex } from '../src/compaction/plan';
+import { holdsOpaqueItem } from '../src/compaction/proposal';
 import { openDatabase } from '../src/db/database';
+import { auditRows } from '../src/db/session-store';
 import { createSessionWorker } from '../src/worker';
 import type { CompactionMode } from '../src/workflows/contract';
 import { startScratchStack } from '../test/support/scratch-stack';
+import { startStrictAnthropic } from '../test/support/strict-anthropic';
 import { strictProviderCheck } from '../test/support/strict-check';
+import { startStrictResponses } from '../test/support/strict-responses';
+
+/** Formats whose provider has its own compaction: the native rung's corpus pass. */
+const NATIVE_FORMATS = new Set(['openai-responses', 'anthropic']);
 
 interface CorpusFile {
   file: string;
@@ -31,6 +45,10 @@ export interface CorpusRow {
   transcript: string;
   dialect: string;
   mode: CompactionMode;
+  /** The rungs the worker had: `default` (native off) or `native` (NATIVE_COMPACTION=on). */
+  rungs: 'default' | 'native';
+  /** The rung that answered (and, when native was on and passed, why). */
+  rung: string;
   messages: number;
   outcome: string;
   head: string;
@@ -72,32 +90,74 @@ export async function runCorpus(dir: string, log: (line: string) => void = conso
   const scratch = await startScratchStack('corpus', { env: { OPENAI_API_KEY: '', COMPACTION_TAIL_TOKENS: '2000' } });
   const database = openDatabase(scratch.config.databaseUrl);
   const connection = await NativeConnection.connect({ address: scratch.config.temporal.address });
-  const worker = await createSessionWorker({ config: scratch.config, connection, database, log: () => undefined });
-  const running = worker.run();
+  const responses = await startStrictResponses({ seed: 11 });
+  const claude = await startStrictAnthropic({ seed: 11 });
+  // The native pass: its own task queue, its worker with the native rung on against the strict fakes.
+  const nativeConfig = {
+    ...scratch.config,
+    temporal: { ...scratch.config.temporal, taskQueue: `${scratch.config.temporal.taskQueue}-native` },
+    native: {
+      enabled: true,
+      openai: { apiKey: 'corpus-key', baseURL: responses.url, model: 'agent-model' },
+      anthropic: { apiKey: 'corpus-key', baseURL: claude.url, model: 'agent-model' },
+      timeoutMs: 120_000,
+    },
+  };
+  const workers = [
+    await createSessionWorker({ config: scratch.config, connection, database, log: () => undefined }),
+    await createSessionWorker({ config: nativeConfig, connection, database, log: () => undefined }),
+  ];
+  const running = workers.map((w) => w.run());
   const limits = { maxMessageChars: 5_000_000, maxBatchMessages: 1_000, maxBatchChars: 50_000_000 };
-  const client = await SessionsClient.connect({ config: scratch.config, database, messageLimits: limits });
+  const clients = {
+    default: await SessionsClient.connect({ config: scratch.config, database, messageLimits: limits }),
+    native: await SessionsClient.connect({ config: nativeConfig, database, messageLimits: limits }),
+  };
   const rows: CorpusRow[] = [];
+  const nativeRefusals = () => [...responses.rejections, ...claude.rejections].filter((r) => !/signature never issued/.test(r.reason ?? ''));
+  /** Whether an opaque item of a native head is one the strict fake made, byte-exact where it is its key. */
+  const madeByFake = (m: Message): boolean =>
+    m.type === 'compaction'
+      ? responses.compaction.made.has(String(m.id))
+      : (m.content as Message[]).every((b) => b.type !== 'compaction' || claude.compaction.made.has(String(b.encrypted_content)));
   try {
     for (const [n, entry] of corpus.entries()) {
       const dialect = dialectOf(entry.format);
-      for (const mode of ['rotate', 'in_place'] as const) {
-        const id = `corpus-${n}-${mode === 'rotate' ? 'r' : 'i'}`;
+      const passes = [
+        ...(['rotate', 'in_place'] as const).map((mode) => ({ mode, rungs: 'default' as const })),
+        ...(NATIVE_FORMATS.has(entry.format) ? [{ mode: 'rotate' as const, rungs: 'native' as const }] : []),
+      ];
+      for (const { mode, rungs } of passes) {
+        const client = clients[rungs];
+        const id = `corpus-${n}-${mode === 'rotate' ? 'r' : 'i'}${rungs === 'native' ? '-n' : ''}`;
         await client.createSession({ sessionId: id, dialect: dialect.name, mode, source: 'corpus' });
         for (let i = 0; i < entry.messages.length; i += 500) await client.append(id, entry.messages.slice(i, i + 500));
         const stored = await client.transcript(id);
         const storedEqual = stored.messages.length === entry.messages.length && stored.messages.every((m, i) => jsonEqual(m, entry.messages[i]));
-        const result = await client.compact(id, { force: true, requestId: `corpus-${n}-${mode}` });
+        const refusedBefore = nativeRefusals().length;
+        const result = await client.compact(id, { force: true, requestId: `corpus-${n}-${mode}-${rungs}` });
+        // What the strict fakes refused of the native call's input (a real transcript's thinking
+        // signatures were issued by Anthropic, not by the fake: those refusals are expected).
+        const nativeRefused = nativeRefusals().slice(refusedBefore);
+        for (const r of nativeRefused) log(`FAIL the strict fake refused the native call's input: ${r.rule ?? ''} ${r.reason ?? ''}`);
         const head = await client.transcript(result.sessionId);
         const view = (await client.transcript(result.sessionId, { for: 'provider' })).messages;
         const refused = result.outcome === 'compacted' ? await strictProviderCheck(dialect.name, view) : undefined;
         const latestAt = latestUserRequestIndex(dialect, entry.messages);
         const latestKept = latestAt < 0 || head.messages.some((m) => jsonEqual(m, entry.messages[latestAt]));
-        // Every kept message must be one that was appended, JSON-equal, and not more often than appended.
+        const audit = (await auditRows(database.db, id)).at(-1);
+        const rung = `${audit?.rung ?? 'none'}${rungs === 'native' && audit?.rung !== 'native' && audit?.passedRungs?.native ? ` (native: ${audit.passedRungs.native})` : ''}`;
+        // Every kept message must be one that was appended, JSON-equal, and not more often than
+        // appended; an opaque item, one the strict fake made.
         const ledger = ledgerOf(entry.messages);
         let kept = 0;
         let foreign = 0;
         for (const m of head.messages) {
           if (dialect.isSummary(m)) continue;
+          if (rungs === 'native' && holdsOpaqueItem(m)) {
+            if (!madeByFake(m)) foreign++;
+            continue;
+          }
           const key = canonicalJson(m);
           const left = ledger.get(key) ?? 0;
           if (left > 0) {
@@ -105,11 +165,13 @@ export async function runCorpus(dir: string, log: (line: string) => void = conso
             kept++;
           } else foreign++;
         }
-        const ok = storedEqual && result.outcome === 'compacted' && refused === undefined && latestKept && foreign === 0;
+        const ok = storedEqual && result.outcome === 'compacted' && refused === undefined && latestKept && foreign === 0 && nativeRefused.length === 0;
         const row: CorpusRow = {
           transcript: entry.file,
           dialect: dialect.name,
           mode,
+          rungs,
+          rung,
           messages: entry.messages.length,
           outcome: result.outcome + (result.outcome === 'compacted' ? '' : ` (${result.reason ?? ''})`),
           head: `${result.messagesBefore ?? '?'} -> ${result.messagesAfter ?? head.messages.length}`,
@@ -122,16 +184,19 @@ export async function runCorpus(dir: string, log: (line: string) => void = conso
         };
         rows.push(row);
         log(
-          `${ok ? 'ok  ' : 'FAIL'} ${row.transcript} [${row.mode}] ${row.outcome}; head ${row.head}; provider ${row.providerAccepts}; latest kept ${row.latestKept}; kept ${row.keptEqual}`,
+          `${ok ? 'ok  ' : 'FAIL'} ${row.transcript} [${row.mode}, ${row.rungs}] ${row.outcome} by ${row.rung}; head ${row.head}; provider ${row.providerAccepts}; latest kept ${row.latestKept}; kept ${row.keptEqual}`,
         );
       }
     }
   } finally {
-    await client.close();
-    worker.shutdown();
-    await running.catch(() => undefined);
+    await clients.default.close();
+    await clients.native.close();
+    for (const w of workers) w.shutdown();
+    await Promise.all(running.map((r) => r.catch(() => undefined)));
     await connection.close();
     await database.close();
+    await responses.close();
+    await claude.close();
     await scratch.stop();
   }
   return rows;
@@ -139,12 +204,12 @@ export async function runCorpus(dir: string, log: (line: string) => void = conso
 
 export function corpusTable(rows: readonly CorpusRow[]): string {
   const lines = [
-    '| transcript | dialect | mode | messages | outcome | head (messages) | tokens | stored JSON-equal | provider accepts | latest request kept | kept JSON-equal |',
-    '|---|---|---|---:|---|---|---|---|---|---|---|',
+    '| transcript | dialect | mode | rungs | rung | messages | outcome | head (messages) | tokens | stored JSON-equal | provider accepts | latest request kept | kept JSON-equal |',
+    '|---|---|---|---|---|---:|---|---|---|---|---|---|---|',
   ];
   for (const r of rows) {
     lines.push(
-      `| ${r.transcript} | ${r.dialect} | ${r.mode} | ${r.messages} | ${r.outcome} | ${r.head} | ${r.tokens} | ${r.storedEqual ? 'yes' : 'NO'} | ${r.providerAccepts} | ${r.latestKept ? 'yes' : 'NO'} | ${r.keptEqual} |`,
+      `| ${r.transcript} | ${r.dialect} | ${r.mode} | ${r.rungs} | ${r.rung} | ${r.messages} | ${r.outcome} | ${r.head} | ${r.tokens} | ${r.storedEqual ? 'yes' : 'NO'} | ${r.providerAccepts} | ${r.latestKept ? 'yes' : 'NO'} | ${r.keptEqual} |`,
     );
   }
   return lines.join('\n');

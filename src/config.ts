@@ -116,6 +116,42 @@ function llmConfig(env: NodeJS.ProcessEnv): LlmConfig {
   };
 }
 
+/** One provider's endpoint for the native rung: its key and base URL, and the model used when a lineage names none. */
+export interface NativeProviderConfig {
+  apiKey?: string;
+  baseURL?: string;
+  model?: string;
+}
+
+/**
+ * The native rung (src/activities/native-compaction): the provider's own compaction, tried after
+ * masking and before the summary, where the lineage's dialect allows it. Off unless
+ * NATIVE_COMPACTION=on; a provider without a key is not used.
+ */
+export interface NativeCompactionConfig {
+  enabled: boolean;
+  /** OpenAI Responses `POST /responses/compact` (openai-responses and openai-agents lineages): OPENAI_API_KEY, NATIVE_OPENAI_BASE_URL (default OPENAI_BASE_URL), NATIVE_OPENAI_MODEL. */
+  openai: NativeProviderConfig;
+  /** Anthropic Messages with the compact_20260112 edit (anthropic lineages): ANTHROPIC_API_KEY, NATIVE_ANTHROPIC_BASE_URL (default ANTHROPIC_BASE_URL), NATIVE_ANTHROPIC_MODEL. */
+  anthropic: NativeProviderConfig;
+  /** Upper bound of one native call (NATIVE_COMPACTION_TIMEOUT_MS); a call that takes longer passes to the summary. */
+  timeoutMs: number;
+}
+
+function nativeConfig(env: NodeJS.ProcessEnv): NativeCompactionConfig {
+  const provider = (key: string | undefined, baseURL: string | undefined, model: string | undefined): NativeProviderConfig => ({
+    ...(key ? { apiKey: key } : {}),
+    ...(baseURL ? { baseURL } : {}),
+    ...(model ? { model } : {}),
+  });
+  return {
+    enabled: oneOf(env, 'NATIVE_COMPACTION', ['off', 'on'] as const, 'off') === 'on',
+    openai: provider(env.OPENAI_API_KEY, env.NATIVE_OPENAI_BASE_URL || env.OPENAI_BASE_URL, env.NATIVE_OPENAI_MODEL),
+    anthropic: provider(env.ANTHROPIC_API_KEY, env.NATIVE_ANTHROPIC_BASE_URL || env.ANTHROPIC_BASE_URL, env.NATIVE_ANTHROPIC_MODEL),
+    timeoutMs: intFrom(env, 'NATIVE_COMPACTION_TIMEOUT_MS', 120_000),
+  };
+}
+
 export interface LlmConfig {
   /** Which API the summariser speaks: OpenAI-compatible Chat Completions (default) or Responses, or Anthropic's Messages API. */
   api: 'chat' | 'responses' | 'anthropic';
@@ -235,6 +271,8 @@ export interface Config {
   databaseUrl: string;
   messageLimits: MessageLimits;
   llm: LlmConfig;
+  /** The provider's own compaction as a rung (NATIVE_COMPACTION, default off). */
+  native: NativeCompactionConfig;
   compaction: CompactionConfig;
   autoCompaction: AutoCompactionPolicy;
   /** Where retention exports the messages it prunes (JSON lines) before deleting them; none: not exported. */
@@ -288,6 +326,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxBatchChars: intFrom(env, 'MAX_APPEND_CHARS', DEFAULT_MESSAGE_LIMITS.maxBatchChars),
     },
     llm: llmConfig(env),
+    native: nativeConfig(env),
 
     compaction: {
       leaseTtlMs,

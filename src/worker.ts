@@ -8,6 +8,7 @@ import path from 'node:path';
 import { DefaultLogger, NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createCompactionActivities, type CompactionActivityDeps } from './activities/compaction';
 import { withActivityFailures } from './activities/failures';
+import { createNativeCompaction } from './activities/native-compaction';
 import { createRetentionActivities, type RetentionActivityDeps } from './activities/retention';
 import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
@@ -70,6 +71,7 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
     summaryLayout: config.compaction.summaryLayout,
     rungs: config.compaction.rungs,
     minGain: config.compaction.minGain,
+    native: createNativeCompaction(config.native),
     autoCompaction: config.autoCompaction,
     heartbeatIntervalMs: Math.max(100, Math.floor(config.compaction.leaseTtlMs / 4)),
     heartbeat: options.heartbeat,

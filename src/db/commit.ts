@@ -50,7 +50,7 @@ export interface CommitInput {
   verify?: (carried: Array<{ message: Message; tokens: number }>) => GateReport;
   stats: { tokensBefore: number; messagesBefore: number; promptTokens?: number; completionTokens?: number; cachedPromptTokens?: number };
   /** How the head was shrunk: a summary, the masking rung, or the trim rung. */
-  rung?: 'summary' | 'masking' | 'trim';
+  rung?: 'summary' | 'masking' | 'native' | 'trim';
   /** A note for the audit row's reason (what the rung did). */
   note?: string;
   /** Why each rung before the one that answered passed, by rung name. */

@@ -143,8 +143,8 @@ export interface CompactionView {
   summarisedToSeq?: number | null;
   gate?: string | null;
   gateResults?: Record<string, unknown> | null;
-  /** How a committed compaction shrank the head: 'summary', 'masking' or 'trim'. */
-  rung?: 'summary' | 'masking' | 'trim' | null;
+  /** How a committed compaction shrank the head: 'summary', 'masking', 'native' or 'trim'. */
+  rung?: 'summary' | 'masking' | 'native' | 'trim' | null;
   /** Why each rung before the one that answered passed, by rung name. */
   passedRungs?: Record<string, string> | null;
   /** What each rung that ran was billed, by rung name (src/compaction/gain.ts RungCost). */

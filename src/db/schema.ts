@@ -204,7 +204,7 @@ export const compactions = pgTable(
      * How a committed compaction shrank the head: 'summary', 'masking' (old tool outputs replaced, no summariser call),
      * or 'trim' (the oldest groups dropped, the ledger kept: no summary could bring the head under its target).
      */
-    rung: text('rung', { enum: ['summary', 'masking', 'trim'] }),
+    rung: text('rung', { enum: ['summary', 'masking', 'native', 'trim'] }),
     /** Why each rung before the one that answered passed, by rung name (`{ "summary": "the summariser refused its input as too long ..." }`); null when none did. */
     passedRungs: jsonb<Record<string, string>>('passed_rungs'),
     /** The ledger the compaction committed (src/compaction/ledger.ts). */
@@ -217,7 +217,7 @@ export const compactions = pgTable(
     followUpRequestId: text('follow_up_request_id'),
   },
   (t) => [
-    check('compactions_rung_known', sql`${t.rung} is null or ${t.rung} in ('summary', 'masking', 'trim')`),
+    check('compactions_rung_known', sql`${t.rung} is null or ${t.rung} in ('summary', 'masking', 'native', 'trim')`),
     uniqueIndex('compactions_one_commit_per_generation')
       .on(t.lineageId, t.generation)
       .where(sql`${t.outcome} = 'compacted'`),

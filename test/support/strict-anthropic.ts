@@ -62,12 +62,18 @@ interface AnthropicErrorBody {
 
 type AnthropicRefusal = StrictRefusal<AnthropicErrorBody>;
 
-/** What the server generated: the text of every thinking block, under its signature. */
+/** What the server generated: the text of every thinking block, under its signature; every compaction block, under its encrypted content. */
 interface AnthropicMemory {
   thinking: Map<string, string>;
+  /** Absent in a stateless check (test/support/strict-check.ts): compaction blocks are then taken as they come. */
+  compactions?: Map<string, { content: string; model: string }>;
 }
 
 const newMemory = (): AnthropicMemory => ({ thinking: new Map() });
+
+/** Anthropic's compact_20260112 edit compacts only from this many input tokens. */
+const COMPACTION_TRIGGER_MINIMUM = 50_000;
+const invalidCompaction = (n: number, m: number) => `messages.${n}.content.${m}: Invalid \`encrypted_content\` in \`compaction\` block`;
 
 const refuse = (rule: string, reason: string, message: string): AnthropicRefusal => ({
   status: 400,
@@ -213,7 +219,10 @@ export function validateAnthropicRequest(body: unknown, memory: AnthropicMemory 
   }
 
   // AN-5: a user first; consecutive messages of one role are one turn.
-  if (placed.length === 0 || placed[0].role !== 'user') return refuse('AN-5', 'the first message is not a user message', FIRST_MESSAGE_USER);
+  // A compaction block sent back first stands for the messages it summarised: the conversation may start with it.
+  const startsWithCompaction = placed[0]?.role === 'assistant' && placed[0].blocks[0]?.block.type === 'compaction';
+  if (placed.length === 0 || (placed[0].role !== 'user' && !startsWithCompaction))
+    return refuse('AN-5', 'the first message is not a user message', FIRST_MESSAGE_USER);
   const turns: Turn[] = [];
   placed.forEach((message, n) => {
     const last = turns.at(-1);
@@ -284,6 +293,17 @@ export function validateAnthropicRequest(body: unknown, memory: AnthropicMemory 
       }
     }
   }
+  // Compaction blocks come back byte-exact, to the model that made them (a failed one, `content: null`, is a no-op).
+  for (const turn of memory.compactions ? turns : []) {
+    for (const { block, n, m } of turn.blocks) {
+      if (block.type !== 'compaction' || block.content === null || block.content === undefined) continue;
+      const original = typeof block.encrypted_content === 'string' ? memory.compactions?.get(block.encrypted_content) : undefined;
+      if (!original || original.content !== block.content || original.model !== b.model) {
+        const why = !original ? 'was never issued' : original.model !== b.model ? `was made by ${original.model}, not ${String(b.model)}` : 'was modified';
+        return refuse('AN-C', `the compaction block messages.${n}.content.${m} ${why}`, invalidCompaction(n, m));
+      }
+    }
+  }
   const thinkingOn = b.thinking?.type === 'enabled' || b.thinking?.type === 'adaptive';
   const finalMessage = placed.at(-1)!;
   const finalThinking = finalMessage.role === 'assistant' ? finalMessage.blocks.find((p) => isThinking(p.block)) : undefined;
@@ -338,7 +358,23 @@ interface AnthropicAgentReply {
   content: ContentBlock[];
 }
 
-export type StrictAnthropicProvider = StrictFakeProvider<AnthropicAgentReply, AnthropicErrorBody>;
+/**
+ * A fault the next compacting request answers with: a 500 overloaded error, a failed compaction
+ * (`content: null`), an answer with no compaction block, or no answer for `hangMs`.
+ */
+type AnthropicCompactFault = 'error' | 'null-content' | 'no-block' | 'hang';
+
+/** What a test drives and reads of the fake's compaction (the compact_20260112 edit). */
+interface AnthropicCompaction {
+  faults: AnthropicCompactFault[];
+  hangMs: number;
+  /** Every request that carried the compact_20260112 edit, in arrival order. */
+  requests: StrictRequestRecord<AnthropicErrorBody>[];
+  /** Every compaction block made: its encrypted content → the model that made it. */
+  made: Map<string, string>;
+}
+
+export type StrictAnthropicProvider = StrictFakeProvider<AnthropicAgentReply, AnthropicErrorBody> & { compaction: AnthropicCompaction };
 
 function systemText(system: unknown): string | undefined {
   if (typeof system === 'string') return system;
@@ -401,7 +437,7 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
   const requests: StrictRequestRecord<AnthropicErrorBody>[] = [];
   const rejections: StrictRequestRecord<AnthropicErrorBody>[] = [];
   const agentReplies: AnthropicAgentReply[] = [];
-  const memory = newMemory();
+  const memory: AnthropicMemory = { ...newMemory(), compactions: new Map() };
   const scriptOf = agentScripts(options.seed ?? 1, agentModel);
   let messageCounter = 0;
 
@@ -430,9 +466,108 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
     return { kind: 'tool_use', content };
   }
 
+  const compaction: AnthropicCompaction = { faults: [], hangMs: 60_000, requests: [], made: new Map() };
+
+  /** The compact_20260112 edit of a request (with the beta header it needs), a refusal, or undefined when it has none. */
+  function compactEdit(
+    body: { context_management?: unknown } | undefined,
+    beta: string,
+  ): { trigger: number; pause: boolean } | { refusal: AnthropicRefusal } | undefined {
+    const edits = (body?.context_management as { edits?: unknown } | undefined)?.edits;
+    const edit = Array.isArray(edits) ? (edits as Record<string, unknown>[]).find((e) => e?.type === 'compact_20260112') : undefined;
+    if (!edit) return undefined;
+    if (
+      !beta
+        .split(',')
+        .map((x) => x.trim())
+        .includes('compact-2026-01-12')
+    ) {
+      return {
+        refusal: refuse(
+          'shape',
+          'compact_20260112 without its beta',
+          'context_management.edits.0: compact_20260112 requires the beta header compact-2026-01-12',
+        ),
+      };
+    }
+    const value = (edit.trigger as { value?: unknown } | null | undefined)?.value;
+    const trigger = typeof value === 'number' ? value : 150_000;
+    if (trigger < COMPACTION_TRIGGER_MINIMUM) {
+      return {
+        refusal: refuse(
+          'shape',
+          `trigger ${trigger} under the minimum`,
+          `context_management.edits.0.trigger.value: Input should be greater than or equal to ${COMPACTION_TRIGGER_MINIMUM}`,
+        ),
+      };
+    }
+    return { trigger, pause: edit.pause_after_compaction === true };
+  }
+
   const server = await serveLocal(async (req, res) => {
     if (req.method !== 'POST' || req.path !== '/v1/messages') {
       sendJson(res, 404, { type: 'error', error: { type: 'not_found_error', message: 'Not found' } });
+      return;
+    }
+    const edit = compactEdit(req.body as { context_management?: unknown } | undefined, String(req.headers['anthropic-beta'] ?? ''));
+    if (edit) {
+      const body = req.body as { model?: unknown; messages?: unknown };
+      const model = String(body?.model);
+      const refusal = 'refusal' in edit ? edit.refusal : validateAnthropicRequest(body, memory);
+      const record = recordOf(
+        { caller: 'other', model, path: req.path, stream: false, items: Array.isArray(body?.messages) ? body.messages.length : 0, body },
+        refusal,
+      );
+      requests.push(record);
+      compaction.requests.push({ ...record, body });
+      if (refusal) {
+        rejections.push(record);
+        sendJson(res, refusal.status, refusal.body);
+        return;
+      }
+      const fault = compaction.faults.shift();
+      if (fault === 'error') {
+        sendJson(res, 529, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } });
+        return;
+      }
+      if (fault === 'hang') await new Promise((resolve) => setTimeout(resolve, compaction.hangMs));
+      const chars = JSON.stringify(body.messages).length;
+      const inputTokens = Math.ceil(chars / 4);
+      const n = ++messageCounter;
+      const trigger = (edit as { trigger: number }).trigger;
+      const compacts = inputTokens >= trigger && fault !== 'no-block';
+      const summary = `Compacted ${Array.isArray(body.messages) ? body.messages.length : 0} messages (${chars} characters): the user asked for coding work; it continues.`;
+      const encrypted = `EncC${Buffer.from(JSON.stringify({ n, model, chars })).toString('base64')}`;
+      const block =
+        fault === 'null-content'
+          ? { type: 'compaction', content: null, encrypted_content: null }
+          : { type: 'compaction', content: summary, encrypted_content: encrypted };
+      if (compacts && fault !== 'null-content') {
+        memory.compactions?.set(encrypted, { content: summary, model });
+        compaction.made.set(encrypted, model);
+      }
+      const iteration = {
+        type: 'compaction',
+        input_tokens: inputTokens,
+        output_tokens: 300,
+        cache_read_input_tokens: 0,
+        cache_creation_input_tokens: 0,
+        cache_creation: null,
+      };
+      sendJson(res, 200, {
+        id: `msg_${String(n).padStart(6, '0')}`,
+        type: 'message',
+        role: 'assistant',
+        model,
+        content: compacts ? [block] : [{ type: 'text', text: `Reply ${n}: noted.`, citations: null }],
+        container: null,
+        stop_details: null,
+        stop_reason: compacts ? 'compaction' : 'end_turn',
+        stop_sequence: null,
+        context_management: null,
+        // The compaction step's tokens are only in usage.iterations, not the top-level usage.
+        usage: { ...USAGE, iterations: compacts ? [iteration] : null },
+      });
       return;
     }
     const body = req.body as
@@ -490,7 +625,7 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
     );
   });
 
-  return { url: server.origin, requests, rejections, agentReplies, close: () => server.close() };
+  return { url: server.origin, requests, rejections, agentReplies, compaction, close: () => server.close() };
 }
 
 /** The events Anthropic streams for a message: start, each block started / filled / stopped, delta, stop. */

@@ -81,6 +81,7 @@ export interface JsonRequest {
   query: URLSearchParams;
   /** The parsed body, or undefined when it is not JSON. */
   body: unknown;
+  headers: http.IncomingHttpHeaders;
 }
 
 export interface LocalServer {
@@ -101,7 +102,7 @@ export async function serveLocal(handle: (req: JsonRequest, res: http.ServerResp
     } catch {
       body = undefined;
     }
-    await handle({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, body }, res);
+    await handle({ method: req.method ?? 'GET', path: url.pathname, query: url.searchParams, body, headers: req.headers }, res);
   };
   // Voided on purpose: a bug in a fake surfaces as an unhandled rejection, which fails the run.
   const server = http.createServer((req, res) => void serve(req, res));

@@ -59,6 +59,11 @@ interface ResponsesMemory {
   items: Map<string, { item: Item; stored: boolean }>;
   /** Every response, by id: its whole context (input and output items) and whether it was stored. */
   responses: Map<string, { context: Item[]; stored: boolean }>;
+  /**
+   * Compaction item id (`cmp_…`) → its encrypted content and the model that made it
+   * (`/responses/compact`). Absent in a stateless check: compaction items are then taken as they come.
+   */
+  compactions?: Map<string, { encryptedContent: string; model: string }>;
 }
 
 const newMemory = (): ResponsesMemory => ({ reasoningOf: new Map(), reasoning: new Map(), items: new Map(), responses: new Map() });
@@ -285,6 +290,23 @@ function analyse(body: unknown, memory: ResponsesMemory): { refusal: ResponsesRe
     }
   }
 
+  // RS-7 for compaction items: only the model that made one reads it, byte-exact; an item this
+  // server never made (forged, altered id) is refused the same way.
+  for (const item of memory.compactions ? context : []) {
+    if (kindOf(item) !== 'compaction') continue;
+    const original = typeof item.id === 'string' ? memory.compactions?.get(item.id) : undefined;
+    if (!original || item.encrypted_content !== original.encryptedContent || original.model !== b.model) {
+      const why = !original ? 'was not made here' : original.model !== b.model ? `was made by ${original.model}, not ${b.model}` : 'was modified';
+      return refuse(
+        'RS-7',
+        `compaction item ${String(item.id)} ${why}`,
+        `The encrypted content for item ${String(item.id)} could not be verified.`,
+        null,
+        'invalid_encrypted_content',
+      );
+    }
+  }
+
   // RS-2: every call is answered before the model is asked again (the end of the input).
   const answered = new Set(context.filter((item) => kindOf(item) === 'function_call_output').map((item) => item.call_id as string));
   for (const item of context) {
@@ -314,7 +336,25 @@ interface ResponsesAgentReply {
   output: ResponseOutputItem[];
 }
 
-export type StrictResponsesProvider = StrictFakeProvider<ResponsesAgentReply, OpenAiErrorBody>;
+/**
+ * A fault the next `/responses/compact` request answers with: a 500 server error, an answer
+ * with no compaction item (codex#42393), or no answer for `hangMs` (a hung provider).
+ */
+type CompactFault = 'error' | 'no-item' | 'hang';
+
+/** What a test drives and reads of the fake's `/responses/compact`. */
+interface ResponsesCompaction {
+  /** Faults for the next compact requests, one each, in order. */
+  faults: CompactFault[];
+  /** How long a 'hang' holds its answer back. */
+  hangMs: number;
+  /** Every compact request, in arrival order (refused ones too), with its body. */
+  requests: StrictRequestRecord<OpenAiErrorBody>[];
+  /** Every compaction item made, by id: the model that made it. */
+  made: Map<string, string>;
+}
+
+export type StrictResponsesProvider = StrictFakeProvider<ResponsesAgentReply, OpenAiErrorBody> & { compaction: ResponsesCompaction };
 
 /** The text of the first input item, when it is a message (string content or first text part). */
 function firstText(input: unknown): string | undefined {
@@ -334,7 +374,7 @@ export async function startStrictResponses(options: StrictFakeOptions = {}): Pro
   const requests: StrictRequestRecord<OpenAiErrorBody>[] = [];
   const rejections: StrictRequestRecord<OpenAiErrorBody>[] = [];
   const agentReplies: ResponsesAgentReply[] = [];
-  const memory = newMemory();
+  const memory: ResponsesMemory = { ...newMemory(), compactions: new Map() };
   const scriptOf = agentScripts(options.seed ?? 1, agentModel);
   let responseCounter = 0;
   let otherCounter = 0;
@@ -372,7 +412,68 @@ export async function startStrictResponses(options: StrictFakeOptions = {}): Pro
     return { kind: 'calls', output: [reasoning, ...calls] };
   }
 
+  const compaction: ResponsesCompaction = { faults: [], hangMs: 60_000, requests: [], made: new Map() };
+  let compactCounter = 0;
+
+  /**
+   * `POST /responses/compact`: the input checked like any other (a compaction item it did not
+   * make for this model, byte-exact, is refused as `invalid_encrypted_content`), then every user
+   * message verbatim followed by one `{type:'compaction', id:'cmp_…', encrypted_content}` item.
+   */
+  async function compact(body: { model?: unknown; input?: unknown; instructions?: unknown } | undefined, res: Parameters<Parameters<typeof serveLocal>[0]>[1]) {
+    const result = analyse(body, memory);
+    const model = String(body?.model);
+    const refusal = 'refusal' in result ? result.refusal : null;
+    const record = recordOf(
+      { caller: 'other', model, path: '/v1/responses/compact', stream: false, items: Array.isArray(body?.input) ? body.input.length : 1, body },
+      refusal,
+    );
+    requests.push(record);
+    compaction.requests.push({ ...record, body });
+    if ('refusal' in result) {
+      rejections.push(record);
+      sendJson(res, result.refusal.status, result.refusal.body);
+      return;
+    }
+    const fault = compaction.faults.shift();
+    if (fault === 'error') {
+      sendJson(res, 500, {
+        error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: 'server_error' },
+      });
+      return;
+    }
+    if (fault === 'hang') await new Promise((resolve) => setTimeout(resolve, compaction.hangMs));
+    const n = ++compactCounter;
+    const users = result.context.filter((item) => kindOf(item) === 'message' && item.role === 'user');
+    const chars = JSON.stringify(result.context).length;
+    const id = `cmp_${n}`;
+    const encrypted = `gAAAAA${Buffer.from(JSON.stringify({ id, model, chars, items: result.context.length })).toString('base64')}`;
+    const output: Item[] = fault === 'no-item' ? users : [...users, { id, type: 'compaction', encrypted_content: encrypted }];
+    if (fault !== 'no-item') {
+      memory.compactions?.set(id, { encryptedContent: encrypted, model });
+      compaction.made.set(id, model);
+    }
+    const inputTokens = Math.ceil(chars / 4);
+    sendJson(res, 200, {
+      id: `resp_cmp_${n}`,
+      object: 'response.compaction',
+      created_at: Math.floor(Date.now() / 1000),
+      output,
+      usage: {
+        input_tokens: inputTokens,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens: 200,
+        output_tokens_details: { reasoning_tokens: 0 },
+        total_tokens: inputTokens + 200,
+      },
+    });
+  }
+
   const server = await serveLocal(async (req, res) => {
+    if (req.method === 'POST' && req.path === '/v1/responses/compact') {
+      await compact(req.body as { model?: unknown; input?: unknown; instructions?: unknown } | undefined, res);
+      return;
+    }
     if (req.method !== 'POST' || req.path !== '/v1/responses') {
       sendJson(res, 404, { error: { message: `Invalid URL (${req.method} ${req.path})`, type: 'invalid_request_error', param: null, code: null } });
       return;
@@ -452,7 +553,7 @@ export async function startStrictResponses(options: StrictFakeOptions = {}): Pro
     );
   });
 
-  return { url: `${server.origin}/v1`, requests, rejections, agentReplies, close: () => server.close() };
+  return { url: `${server.origin}/v1`, requests, rejections, agentReplies, compaction, close: () => server.close() };
 }
 
 /** The events OpenAI streams for a response: created, each item added / filled / done, completed. */

@@ -128,8 +128,8 @@ describe('the rungs', () => {
   const transcript = toolHeavyTranscript(8);
   const total = transcript.reduce((sum, m) => sum + Math.ceil(JSON.stringify(m).length / 4), 0);
 
-  it('are masking, then the summary, then the trim', () => {
-    expect(RUNGS.map((r) => r.name)).toEqual(['masking', 'summary', 'trim']);
+  it("are masking, then the provider's own compaction, then the summary, then the trim", () => {
+    expect(RUNGS.map((r) => r.name)).toEqual(['masking', 'native', 'summary', 'trim']);
   });
 
   it('masking proposes a head with old tool outputs replaced when that reaches its target', async () => {

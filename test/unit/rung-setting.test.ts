@@ -26,7 +26,7 @@ describe('the rung setting', () => {
   });
 
   it('refuses an empty list, an unknown name and the trim alone', () => {
-    expect(checkRungSetting([])).toEqual({ problem: expect.stringMatching(/^must be a non-empty list of masking, summary, trim/) });
+    expect(checkRungSetting([])).toEqual({ problem: expect.stringMatching(/^must be a non-empty list of masking, native, summary, trim/) });
     expect(checkRungSetting(['summary', 'native-ish'])).toEqual({ problem: expect.stringContaining('(unknown: native-ish)') });
     expect(checkRungSetting(['trim', 'trim'])).toEqual({ problem: expect.stringContaining('other than trim') });
   });

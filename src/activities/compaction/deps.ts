@@ -4,6 +4,7 @@ import type { PlanOptions } from '../../compaction/plan';
 import type { Database } from '../../db/database';
 import type { AutoCompactionPolicy } from '../../db/session-store';
 import type { CompactionJob, CompactionMode } from '../../workflows/contract';
+import type { NativeCompaction } from '../native-compaction';
 import type { Summariser } from '../summariser';
 
 /** The compaction activity's input: the job (its wire shape: `parentSessionId` is the head it was sent for) and the request's options. */
@@ -23,6 +24,8 @@ export interface CompactionActivityDeps {
   ledger: { percent: number; maxTokens: number; requestChars: number };
   /** The masking rung, tried before a summary: on when given (its target, a percentage of the threshold or of the context window). */
   masking?: { targetPercent: number };
+  /** The native rung's providers (NATIVE_COMPACTION=on); absent: the rung passes. */
+  native?: NativeCompaction;
   /** How summary requests are laid out (COMPACTION_SUMMARY_LAYOUT); 'rendered' when absent. */
   summaryLayout?: 'prefix' | 'rendered';
   /** The rungs a lineage created without a setting may use (COMPACTION_RUNGS); absent: every rung. */

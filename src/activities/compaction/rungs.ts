@@ -14,6 +14,7 @@ import { trimProposal, trimTarget } from '../../compaction/trim';
 import type { CompactSessionInput, CompactionActivityDeps } from './deps';
 import type { Heartbeat } from './heartbeat';
 import { gatesOf, type Snapshot } from './snapshot';
+import { native } from './native';
 import { inputTooLarge, summarise } from './summarise';
 
 /** What the summariser reported it used (none for a rung without a summariser call); `cost`: the rung's bill (the audit row's `costs`). */
@@ -173,8 +174,8 @@ const trim: Rung = {
   },
 };
 
-/** Cheapest first; the trim last. */
-export const RUNGS: readonly Rung[] = [masking, summary, trim];
+/** Cheapest first (the provider's own compaction before our summary); the trim last. */
+export const RUNGS: readonly Rung[] = [masking, native, summary, trim];
 
 /** Why a rung the lineage may not use passes (src/activities/compaction/rung-setting.ts). */
 export const NOT_ENABLED = 'not enabled for this lineage';

@@ -8,6 +8,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import { Context } from '@temporalio/activity';
+import { holdsOpaqueItem } from '../../compaction/proposal';
 import { withoutReservedText } from '../../compaction/summary-structure';
 import { renderLedger } from '../../compaction/ledger';
 import { latestUserRequestText, prefixLayout } from '../../compaction/summary-prompt';
@@ -47,8 +48,10 @@ export async function summarise(
   const started = Date.now();
   // The session's own model, on an API that takes its messages: ask with the head as the
   // agent sent it, so the provider's prompt cache serves it.
+  // Never with a provider's opaque compaction item in the head: it may be another model's, which
+  // refuses it (the rendered layout shows it as a placeholder, so it is not sent again).
   const prefix =
-    deps.summaryLayout === 'prefix' && s.lineage.model === summariser.model && summariser.speaks?.(s.dialect.name)
+    deps.summaryLayout === 'prefix' && s.lineage.model === summariser.model && summariser.speaks?.(s.dialect.name) && !s.messages.some(holdsOpaqueItem)
       ? prefixLayout(s.messages, s.plan, s.dialect, s.tokensBefore, deps.summaryInputTokens)
       : undefined;
   // Each try asks with smaller requests than the one before; a refusal of the last one is the rung's to handle.

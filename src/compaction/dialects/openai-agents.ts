@@ -50,7 +50,7 @@ const CALL_ITEMS = new Set([
  * as `call_id`, result types renamed, a TypeScript reasoning item's `content` as its
  * `summary`, a single output part as a list. Messages are the same item.
  */
-function asResponsesItem(m: Message): Message {
+export function asResponsesItem(m: Message): Message {
   const type = typeof m.type === 'string' ? m.type : undefined;
   if (type === undefined || type === 'message') return m;
   const { callId, ...rest } = m;

@@ -2,5 +2,5 @@
 -- (src/activities/compaction/rungs.ts; test/unit/rung-setting.test.ts keeps the two equal).
 CREATE OR REPLACE FUNCTION sc_rung_names() RETURNS text[]
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT ARRAY['masking', 'summary', 'trim']::text[];
+  SELECT ARRAY['masking', 'native', 'summary', 'trim']::text[];
 $$;

@@ -18,7 +18,7 @@ DROP FUNCTION IF EXISTS session_create(text, text, text, integer, text, integer,
 --> statement-breakpoint
 CREATE OR REPLACE FUNCTION sc_rung_names() RETURNS text[]
 LANGUAGE sql IMMUTABLE AS $$
-  SELECT ARRAY['masking', 'summary', 'trim']::text[];
+  SELECT ARRAY['masking', 'native', 'summary', 'trim']::text[];
 $$;
 --> statement-breakpoint
 CREATE OR REPLACE FUNCTION session_create(p_session_id text, p_source text DEFAULT NULL, p_mode text DEFAULT 'rotate', p_compact_at_tokens integer DEFAULT NULL,
