@@ -40,9 +40,9 @@ describe('the rung setting', () => {
   it('a rung outside the setting passes as not enabled without running', async () => {
     const rungs = rungsFor(['summary']);
     expect(rungs.map((r) => r.name)).toEqual(RUNG_NAMES);
-    expect(rungs[1]).toBe(RUNGS[1]);
+    const summaryAt = RUNG_NAMES.indexOf('summary');
+    expect(rungs[summaryAt]).toBe(RUNGS[summaryAt]);
     // Not called with a real step: a rung that is not enabled reads nothing of it.
-    await expect(rungs[0].propose({} as RungStep)).resolves.toEqual({ passed: NOT_ENABLED });
-    await expect(rungs[2].propose({} as RungStep)).resolves.toEqual({ passed: NOT_ENABLED });
+    for (let i = 0; i < rungs.length; i++) if (i !== summaryAt) await expect(rungs[i].propose({} as RungStep)).resolves.toEqual({ passed: NOT_ENABLED });
   });
 });
