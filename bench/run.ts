@@ -30,6 +30,7 @@ import { lineageWorkflowId } from '../src/workflows/contract';
 import { measureTokenCounting } from './token-counting';
 import { runFaults } from './faults';
 import { FLOOR_TABLE_SQL, insertFloorRow } from './naive-activities';
+import { createOrderedFloorSessions, ORDERED_FLOOR_TABLES_SQL, orderedFloorAppend } from './ordered-append-floor';
 import { createReferenceDesign } from './reference-design';
 import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess } from './stack';
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate, sameShapeUpdate } from './workflows';
@@ -616,8 +617,19 @@ async function measureAppends(b: Bench): Promise<void> {
   const aIds = Array.from({ length: 10 }, (_, i) => `bench-app-${i}`);
   await inBatches(aIds, 10, (id) => newSession(id, 40));
   await inBatches(aIds, 10, (id) => newRefSession(`ref-${id}`, 40));
+  await b.pool.query(ORDERED_FLOOR_TABLES_SQL);
+  await createOrderedFloorSessions(b.pool, aIds);
   const oursAppend = (i: number) => sessions.append(aIds[i % 10], [{ role: 'user', content: `append ${i}` }]);
   const refAppend = (i: number) => reference.append(`ref-${aIds[i % 10]}`, [{ role: 'user', content: `append ${i}` }]);
+  // Floor (d) and ours, the same batches: one message, then an agent's turn of 2 to 4 (a request, the model's answers).
+  const single = (i: number): ChatMessage[] => [{ role: 'user', content: `append ${i}` }];
+  const turnOf = (i: number): ChatMessage[] => transcript(2 + (i % 3), `turn ${i}`);
+  log('appends: floor (d), the ordered append (session row locked, next sequence numbers), and ours, 1-message and 2-4-message batches');
+  const floorD1 = await appendRun((i) => orderedFloorAppend(b.pool, aIds[i % 10], single(i)));
+  const ours1 = await appendRun((i) => sessions.append(aIds[i % 10], single(i)));
+  const floorDN = await appendRun((i) => orderedFloorAppend(b.pool, aIds[i % 10], turnOf(i)));
+  const oursN = await appendRun((i) => sessions.append(aIds[i % 10], turnOf(i)));
+  const profile = await profileAppends(b, (i) => sessions.append(aIds[i % 10], turnOf(i)));
   let k = 0;
   const oursAlone = await appendRun(oursAppend);
   const oursDuring = await appendRun(
@@ -633,6 +645,18 @@ async function measureAppends(b: Bench): Promise<void> {
   results.appends = {
     tokenCounting,
     floorC: floorC,
+    orderedFloor: {
+      singleMessage: { floorD: floorD1, ours: ours1 },
+      severalMessages: { messagesPerBatch: '2-4', floorD: floorDN, ours: oursN },
+      ratios: {
+        singleOverFloorD: round(ours1.perSecond / floorD1.perSecond),
+        singleOverFloorC: round(ours1.perSecond / floorC.perSecond),
+        severalOverFloorD: round(oursN.perSecond / floorDN.perSecond),
+        severalOverFloorC: round(oursN.perSecond / floorC.perSecond),
+        floorDSingleOverFloorC: round(floorD1.perSecond / floorC.perSecond),
+      },
+      profile,
+    },
     ours: { alone: oursAlone, duringCompactions: oursDuring },
     reference: { alone: refAlone, duringCompactions: refDuring },
     ratios: {
@@ -641,6 +665,45 @@ async function measureAppends(b: Bench): Promise<void> {
       referenceThroughputOverFloorC: round(refAlone.perSecond / floorC.perSecond),
     },
   };
+}
+
+/**
+ * Where an append's time goes inside Postgres: with track_functions on (superuser, applied by a
+ * reload), the self and total time per call of every SQL function the appends ran, from
+ * pg_stat_user_functions, over SIZES.appends appends of 2-4 messages. A profile run, apart
+ * from the timed ones (the tracking costs a little).
+ */
+async function profileAppends(b: Bench, append: (i: number) => Promise<unknown>) {
+  const { pool } = b;
+  try {
+    await pool.query("alter system set track_functions = 'all'");
+    await pool.query('select pg_reload_conf()');
+    await new Promise((r) => setTimeout(r, 500));
+    await pool.query('select pg_stat_reset()');
+    const [ms] = await timed(() => inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => void (await append(i))));
+    // An idle backend flushes its function statistics within 10 s (PGSTAT_IDLE_INTERVAL); per append is per call of session_append.
+    await new Promise((r) => setTimeout(r, 11_000));
+    const { rows } = await pool.query(
+      'select funcname, calls, total_time, self_time from pg_stat_user_functions where calls > 0 order by self_time desc limit 15',
+    );
+    const appends = Number(rows.find((r: { funcname: string }) => r.funcname === 'session_append')?.calls ?? SIZES.appends);
+    return {
+      appends,
+      appendsCounted: appends / SIZES.appends,
+      wallMsPerAppend: round(ms / SIZES.appends, 3),
+      functions: rows.map((r: { funcname: string; calls: string; total_time: number; self_time: number }) => ({
+        name: r.funcname,
+        callsPerAppend: round(Number(r.calls) / appends, 2),
+        totalMsPerAppend: round(r.total_time / appends, 3),
+        selfMsPerAppend: round(r.self_time / appends, 3),
+      })),
+    };
+  } catch (error) {
+    return { error: String((error as Error).message) };
+  } finally {
+    await pool.query('alter system reset track_functions').catch(() => undefined);
+    await pool.query('select pg_reload_conf()').catch(() => undefined);
+  }
 }
 
 /** Faults, both designs. */
@@ -907,6 +970,27 @@ function renderTable(r: Record<string, any>): string {
     add('appends, reference alone: per s, p50 / p99', `${a.reference.alone.perSecond}/s, ${ms(a.reference.alone)}`);
     add('appends, reference during compactions: per s, p50 / p99', `${a.reference.duringCompactions.perSecond}/s, ${ms(a.reference.duringCompactions)}`);
     add('appends ours / floor (c) throughput (target >= 0.5)', a.ratios.oursThroughputOverFloorC);
+    const o = a.orderedFloor;
+    if (o) {
+      add(
+        'floor (d): ordered append (session row locked, next seq), 10 writers, 1 message: per s, p50 / p99',
+        `${o.singleMessage.floorD.perSecond}/s, ${ms(o.singleMessage.floorD)}`,
+      );
+      add('appends, ours, 1 message (same run): per s, p50 / p99', `${o.singleMessage.ours.perSecond}/s, ${ms(o.singleMessage.ours)}`);
+      add('floor (d), 2-4 messages: per s, p50 / p99', `${o.severalMessages.floorD.perSecond}/s, ${ms(o.severalMessages.floorD)}`);
+      add('appends, ours, 2-4 messages: per s, p50 / p99', `${o.severalMessages.ours.perSecond}/s, ${ms(o.severalMessages.ours)}`);
+      add('appends ours / floor (d), 1 message; 2-4 messages (target >= 0.8)', `${o.ratios.singleOverFloorD}; ${o.ratios.severalOverFloorD}`);
+      add('appends ours / floor (c), 1 message; 2-4 messages (target >= 0.5 for several)', `${o.ratios.singleOverFloorC}; ${o.ratios.severalOverFloorC}`);
+      add('floor (d) / floor (c), 1 message', o.ratios.floorDSingleOverFloorC);
+      if (o.profile?.functions)
+        add(
+          'append profile (2-4 messages, pg_stat_user_functions): self ms per append of the top functions',
+          o.profile.functions
+            .slice(0, 6)
+            .map((f: any) => `${f.name} ${f.selfMsPerAppend}`)
+            .join(', '),
+        );
+    }
     add('appends ours p99 during / alone (target <= 1.5)', a.ratios.oursP99DuringOverAlone);
     add(
       'token counting per appended message: estimate / real tokenizer (o200k, gpt-tokenizer, as appends use it); estimate / real tokens',
