@@ -30,6 +30,7 @@ import { lineageWorkflowId } from '../src/workflows/contract';
 import { measureTokenCounting } from './token-counting';
 import { runFaults } from './faults';
 import { FLOOR_TABLE_SQL, insertFloorRow } from './naive-activities';
+import { claudePeer, langGraphPeer, openaiAgentsPeer, oursPeer } from './peers';
 import { createOrderedFloorSessions, ORDERED_FLOOR_TABLES_SQL, orderedFloorAppend } from './ordered-append-floor';
 import { createReferenceDesign } from './reference-design';
 import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess } from './stack';
@@ -58,6 +59,9 @@ const SIZES = quick
       bigTranscript: 2000,
       eagerRounds: 20,
       commitSamples: 8,
+      peerConcurrency: [1, 10, 100],
+      peerConversations: 10,
+      peerTurns: 5,
     }
   : {
       rounds: 150,
@@ -73,6 +77,9 @@ const SIZES = quick
       bigTranscript: 10_000,
       eagerRounds: 100,
       commitSamples: 30,
+      peerConcurrency: [1, 10, 100],
+      peerConversations: 40,
+      peerTurns: 10,
     };
 if (process.env.BENCH_AGES) SIZES.ages = process.env.BENCH_AGES.split(',').map(Number);
 
@@ -236,6 +243,12 @@ const SECTIONS: Array<{ name: string; measures: string; shared: boolean; slow?: 
     measures: 'appends per second: floor (c), ours and the reference design, alone and during compactions',
     shared: true,
     run: measureAppends,
+  },
+  {
+    name: 'peers',
+    measures: "an agent's per-turn work through ours and the frameworks' Postgres session stores, at 1, 10 and 100 conversations",
+    shared: true,
+    run: measurePeers,
   },
   { name: 'faults', measures: 'the fault scenarios, both designs', shared: true, run: measureFaults },
   { name: 'wake', measures: 'the first request to a lineage evicted from the worker cache', shared: true, run: measureWake },
@@ -706,6 +719,53 @@ async function profileAppends(b: Bench, append: (i: number) => Promise<unknown>)
   }
 }
 
+/**
+ * Per-turn work beside the frameworks' session stores (bench/peers.ts): at each concurrency, every
+ * peer in turn (rotating which goes first), max(concurrency, peerConversations) conversations of
+ * peerTurns turns each. A peer that cannot be driven is reported with the reason.
+ */
+async function measurePeers(b: Bench): Promise<void> {
+  const { config, sessions, results } = b;
+  log(`peers: per-turn work at ${SIZES.peerConcurrency.join(', ')} concurrent conversations, ours and the frameworks' stores`);
+  const peers: Array<Awaited<ReturnType<typeof langGraphPeer>>> = [
+    oursPeer(sessions),
+    await langGraphPeer(config.databaseUrl),
+    openaiAgentsPeer(config.databaseUrl),
+  ];
+  const notDriven: Record<string, string> = {};
+  const claude = await claudePeer(config.databaseUrl).catch((error: Error) => `could not load it: ${error.message}`);
+  if (typeof claude === 'string') notDriven['Claude Agent SDK PostgresSessionStore'] = claude;
+  else peers.push(claude);
+  const levels: Array<Record<string, unknown>> = [];
+  try {
+    for (const concurrency of SIZES.peerConcurrency) {
+      const load = { concurrency, conversations: Math.max(concurrency, SIZES.peerConversations), turns: SIZES.peerTurns };
+      const byPeer: Record<string, unknown> = {};
+      for (let p = 0; p < peers.length; p++) {
+        const peer = peers[(p + concurrency) % peers.length];
+        try {
+          const run = await peer.run(load, `peer-${concurrency}-${p}-${Date.now()}`);
+          byPeer[peer.name] = { ...summary(run.latencies), turnsPerSecond: round(run.latencies.length / (run.wallMs / 1000)) };
+        } catch (error) {
+          notDriven[peer.name] = `failed at ${concurrency} conversations: ${(error as Error).message.slice(0, 500)}`;
+        }
+      }
+      const ours = byPeer.ours as { p50: number; p99: number } | undefined;
+      const others = Object.entries(byPeer).filter(([name]) => name !== 'ours') as Array<[string, { p50: number; p99: number; turnsPerSecond: number }]>;
+      const bestP50 = others.length ? Math.min(...others.map(([, v]) => v.p50)) : undefined;
+      const bestP99 = others.length ? Math.min(...others.map(([, v]) => v.p99)) : undefined;
+      levels.push({
+        ...load,
+        peers: byPeer,
+        oursOverBestPeer: ours && bestP50 && bestP99 ? { p50: round(ours.p50 / bestP50), p99: round(ours.p99 / bestP99) } : null,
+      });
+    }
+  } finally {
+    for (const peer of peers) await peer.close();
+  }
+  results.peers = { turn: 'append 1 user message, read the conversation, append 3 (tool call, tool result, answer)', pool: 20, levels, notDriven };
+}
+
 /** Faults, both designs. */
 async function measureFaults(b: Bench): Promise<void> {
   const { stack, database, results, startWorker, stopWorker } = b;
@@ -997,6 +1057,16 @@ function renderTable(r: Record<string, any>): string {
       `${a.tokenCounting.estimateUsPerMessage} / ${a.tokenCounting.realUsPerMessage} µs; ${a.tokenCounting.estimateOverRealTokens}`,
     );
   }
+  for (const level of r.peers?.levels ?? []) {
+    for (const [name, v] of Object.entries<any>(level.peers))
+      add(`per turn, ${name}, ${level.concurrency} concurrent conversations: p50 / p99, turns per s`, `${ms(v)}, ${v.turnsPerSecond}/s`);
+    if (level.oursOverBestPeer)
+      add(
+        `per turn, ours / best peer, ${level.concurrency} concurrent conversations, p50 / p99 (target <= 1)`,
+        `${level.oursOverBestPeer.p50} / ${level.oursOverBestPeer.p99}`,
+      );
+  }
+  for (const [name, why] of Object.entries<string>(r.peers?.notDriven ?? {})) add(`per turn, ${name}: not driven`, why);
   if (r.wake) {
     for (const l of r.wake.lineages)
       add(
