@@ -59,6 +59,7 @@ const SIZES = quick
       bigTranscript: 2000,
       eagerRounds: 20,
       commitSamples: 8,
+      contendedCommits: 8,
       peerConcurrency: [1, 10, 100],
       peerConversations: 10,
       peerTurns: 5,
@@ -77,6 +78,7 @@ const SIZES = quick
       bigTranscript: 10_000,
       eagerRounds: 100,
       commitSamples: 30,
+      contendedCommits: 30,
       peerConcurrency: [1, 10, 100],
       peerConversations: 40,
       peerTurns: 10,
@@ -235,6 +237,12 @@ const SECTIONS: Array<{ name: string; measures: string; shared: boolean; slow?: 
     run: measureLatency,
   },
   { name: 'commit', measures: "the compaction commit's statements and time, from a SQL trace of the worker", shared: true, run: measureCommit },
+  {
+    name: 'contention',
+    measures: 'commits under 25 concurrent appenders to the lineage: the optimistic path first (before) and the adaptive path (after)',
+    shared: true,
+    run: measureContention,
+  },
   { name: 'cost', measures: 'per compaction: history events and bytes, billable actions, LLM tokens', shared: true, run: measureCost },
   { name: 'generations', measures: "summary prompt tokens over a lineage's life, and what a prompt cache serves", shared: true, run: measureGenerations },
   { name: 'throughput', measures: 'answers per second: ours, floor (b) and the reference design, at each load', shared: true, run: measureThroughput },
@@ -410,6 +418,74 @@ async function measureCommit(b: Bench): Promise<void> {
         }
       : {}),
   };
+}
+
+/**
+ * Commits under load: 25 appenders append one message at a time to a lineage while it is
+ * compacted contendedCommits times in a row, once with every commit trying the optimistic path
+ * first (BENCH_COMMIT_PATH=optimistic, before) and once with the adaptive path (after). Per
+ * compaction: the time of its commit statements and transaction (SQL trace of the worker), its
+ * commit_retries (audit row), and the compaction's latency at the caller.
+ */
+async function measureContention(b: Bench): Promise<void> {
+  const { stack, sessions, database, results, newSession, startWorker, stopWorker } = b;
+  const appenders = 25;
+  results.contention = { appenders, compactions: SIZES.contendedCommits };
+  for (const path_ of ['optimistic', 'adaptive'] as const) {
+    log(`contention: ${SIZES.contendedCommits} compactions of a lineage under ${appenders} appenders, commit path ${path_}`);
+    const traceFile = path.join(stack.dir, `sql-trace-contention-${path_}.jsonl`);
+    await stopWorker();
+    await startWorker({ BENCH_SQL_TRACE_FILE: traceFile, ...(path_ === 'optimistic' ? { BENCH_COMMIT_PATH: 'optimistic' } : {}) });
+    const id = `bench-contention-${path_}`;
+    await newSession(id, 40);
+    await sessions.operator.state(id);
+    let stop = false;
+    let appended = 0;
+    const appending = Promise.all(
+      Array.from({ length: appenders }, async (_x, w) => {
+        while (!stop) {
+          await sessions.append(id, [{ role: 'user', content: `appender ${w}: ${appended++}` }]);
+        }
+      }),
+    );
+    const latencies: number[] = [];
+    let head = id;
+    try {
+      for (let c = 0; c < SIZES.contendedCommits; c++) {
+        const [t, result] = await timed(() => sessions.compactAnswer(head, { force: true }));
+        if (result.outcome !== 'compacted') throw new Error(`contention: ${result.outcome} ${result.reason ?? ''}`);
+        latencies.push(t);
+        head = result.sessionId;
+      }
+    } finally {
+      stop = true;
+      await appending;
+    }
+    await stopWorker();
+    await startWorker();
+    // The worker's statements in order: a compaction's commit is every entry naming sc_compaction_commit after its begin.
+    const commitMs: number[] = [];
+    for (const line of readFileSync(traceFile, 'utf8').trim().split('\n')) {
+      const t = JSON.parse(line) as { ms: number; sql: string[] };
+      if (t.sql.some((s) => /sc_compaction_begin/i.test(s))) commitMs.push(0);
+      else if (t.sql.some((s) => /sc_compaction_commit/i.test(s)) && commitMs.length > 0) commitMs[commitMs.length - 1] += t.ms;
+    }
+    const audit = (
+      await database.db.execute(
+        sql`select avg(commit_retries)::float as retries, count(*)::int as n from compactions where lineage_id = ${id} and outcome = 'compacted'`,
+      )
+    ).rows[0] as { retries: number; n: number };
+    results.contention[path_] = {
+      commitMs: summary(commitMs.filter((m) => m > 0)),
+      compactionMs: summary(latencies),
+      commitRetriesMean: round(audit.retries),
+      compactionsCommitted: audit.n,
+      appendsMeanwhile: appended,
+    };
+  }
+  const before = results.contention.optimistic.commitMs;
+  const after = results.contention.adaptive.commitMs;
+  results.contention.commitAdaptiveOverOptimistic = { p50: round(after.p50 / before.p50), p99: round(after.p99 / before.p99) };
 }
 
 /** Cost per compaction: history, billable actions, LLM tokens. */
@@ -981,6 +1057,18 @@ function renderTable(r: Record<string, any>): string {
         `${r.commit.overFloorCTransaction.p50} / ${r.commit.overFloorCTransaction.p99}`,
       );
     add('round trips to Postgres per compaction (all statements)', r.commit.roundTripsPerCompaction);
+  }
+  if (r.contention) {
+    const c = r.contention;
+    for (const k of ['optimistic', 'adaptive'])
+      add(
+        `commit under ${c.appenders} appenders, ${k === 'optimistic' ? 'optimistic path first (before)' : 'adaptive path (after)'}: commit p50 / p99, commit_retries mean, compaction p50 / p99`,
+        `${ms(c[k].commitMs)}, ${c[k].commitRetriesMean}, ${ms(c[k].compactionMs)}`,
+      );
+    add(
+      `commit under ${c.appenders} appenders, adaptive / optimistic, p50 / p99`,
+      `${c.commitAdaptiveOverOptimistic.p50} / ${c.commitAdaptiveOverOptimistic.p99}`,
+    );
   }
   if (r.cost) {
     add('history per compaction: events / bytes', `${r.cost.historyPerCompaction.events} / ${r.cost.historyPerCompaction.bytes}`);
