@@ -714,6 +714,8 @@ async function measureAppends(b: Bench): Promise<void> {
   const single = (i: number): ChatMessage[] => [{ role: 'user', content: `append ${i}` }];
   const turnOf = (i: number): ChatMessage[] => transcript(2 + (i % 3), `turn ${i}`);
   log('appends: floor (d), the ordered append (session row locked, next sequence numbers), and ours, 1-message and 2-4-message batches');
+  // Floor (c) again, beside floor (d) and ours: the shared machine's load moves between sections.
+  const floorCHere = await appendRun((i) => insertFloorRow(b.pool, i));
   const floorD1 = await appendRun((i) => orderedFloorAppend(b.pool, aIds[i % 10], single(i)));
   const ours1 = await appendRun((i) => sessions.append(aIds[i % 10], single(i)));
   const floorDN = await appendRun((i) => orderedFloorAppend(b.pool, aIds[i % 10], turnOf(i)));
@@ -735,14 +737,15 @@ async function measureAppends(b: Bench): Promise<void> {
     tokenCounting,
     floorC: floorC,
     orderedFloor: {
+      floorC: floorCHere,
       singleMessage: { floorD: floorD1, ours: ours1 },
       severalMessages: { messagesPerBatch: '2-4', floorD: floorDN, ours: oursN },
       ratios: {
         singleOverFloorD: round(ours1.perSecond / floorD1.perSecond),
-        singleOverFloorC: round(ours1.perSecond / floorC.perSecond),
+        singleOverFloorC: round(ours1.perSecond / floorCHere.perSecond),
         severalOverFloorD: round(oursN.perSecond / floorDN.perSecond),
-        severalOverFloorC: round(oursN.perSecond / floorC.perSecond),
-        floorDSingleOverFloorC: round(floorD1.perSecond / floorC.perSecond),
+        severalOverFloorC: round(oursN.perSecond / floorCHere.perSecond),
+        floorDSingleOverFloorC: round(floorD1.perSecond / floorCHere.perSecond),
       },
       profile,
     },
@@ -1120,6 +1123,7 @@ function renderTable(r: Record<string, any>): string {
     add('appends ours / floor (c) throughput (target >= 0.5)', a.ratios.oursThroughputOverFloorC);
     const o = a.orderedFloor;
     if (o) {
+      add('floor (c) again, beside floor (d): per s, p50 / p99', `${o.floorC.perSecond}/s, ${ms(o.floorC)}`);
       add(
         'floor (d): ordered append (session row locked, next seq), 10 writers, 1 message: per s, p50 / p99',
         `${o.singleMessage.floorD.perSecond}/s, ${ms(o.singleMessage.floorD)}`,
@@ -1128,8 +1132,11 @@ function renderTable(r: Record<string, any>): string {
       add('floor (d), 2-4 messages: per s, p50 / p99', `${o.severalMessages.floorD.perSecond}/s, ${ms(o.severalMessages.floorD)}`);
       add('appends, ours, 2-4 messages: per s, p50 / p99', `${o.severalMessages.ours.perSecond}/s, ${ms(o.severalMessages.ours)}`);
       add('appends ours / floor (d), 1 message; 2-4 messages (target >= 0.8)', `${o.ratios.singleOverFloorD}; ${o.ratios.severalOverFloorD}`);
-      add('appends ours / floor (c), 1 message; 2-4 messages (target >= 0.5 for several)', `${o.ratios.singleOverFloorC}; ${o.ratios.severalOverFloorC}`);
-      add('floor (d) / floor (c), 1 message', o.ratios.floorDSingleOverFloorC);
+      add(
+        'appends ours / floor (c) (same section), 1 message; 2-4 messages (target >= 0.5 for several)',
+        `${o.ratios.singleOverFloorC}; ${o.ratios.severalOverFloorC}`,
+      );
+      add('floor (d) / floor (c) (same section), 1 message', o.ratios.floorDSingleOverFloorC);
       if (o.profile?.functions)
         add(
           'append profile (2-4 messages, pg_stat_user_functions): self ms per append of the top functions',
