@@ -31,6 +31,8 @@ import { measureTokenCounting } from './token-counting';
 import { runFaults } from './faults';
 import { measureRungs } from './rungs';
 import { FLOOR_TABLE_SQL, insertFloorRow } from './naive-activities';
+import { claudePeer, langGraphPeer, openaiAgentsPeer, oursPeer } from './peers';
+import { createOrderedFloorSessions, ORDERED_FLOOR_TABLES_SQL, orderedFloorAppend } from './ordered-append-floor';
 import { createReferenceDesign } from './reference-design';
 import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess } from './stack';
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate, sameShapeUpdate } from './workflows';
@@ -58,6 +60,10 @@ const SIZES = quick
       bigTranscript: 2000,
       eagerRounds: 20,
       commitSamples: 8,
+      contendedCommits: 8,
+      peerConcurrency: [1, 10, 100],
+      peerConversations: 10,
+      peerTurns: 5,
     }
   : {
       rounds: 150,
@@ -73,6 +79,10 @@ const SIZES = quick
       bigTranscript: 10_000,
       eagerRounds: 100,
       commitSamples: 30,
+      contendedCommits: 30,
+      peerConcurrency: [1, 10, 100],
+      peerConversations: 40,
+      peerTurns: 10,
     };
 if (process.env.BENCH_AGES) SIZES.ages = process.env.BENCH_AGES.split(',').map(Number);
 
@@ -228,6 +238,12 @@ const SECTIONS: Array<{ name: string; measures: string; shared: boolean; slow?: 
     run: measureLatency,
   },
   { name: 'commit', measures: "the compaction commit's statements and time, from a SQL trace of the worker", shared: true, run: measureCommit },
+  {
+    name: 'contention',
+    measures: 'commits under 25 concurrent appenders to the lineage: the optimistic path first (before) and the adaptive path (after)',
+    shared: true,
+    run: measureContention,
+  },
   { name: 'cost', measures: 'per compaction: history events and bytes, billable actions, LLM tokens', shared: true, run: measureCost },
   { name: 'generations', measures: "summary prompt tokens over a lineage's life, and what a prompt cache serves", shared: true, run: measureGenerations },
   { name: 'throughput', measures: 'answers per second: ours, floor (b) and the reference design, at each load', shared: true, run: measureThroughput },
@@ -236,6 +252,12 @@ const SECTIONS: Array<{ name: string; measures: string; shared: boolean; slow?: 
     measures: 'appends per second: floor (c), ours and the reference design, alone and during compactions',
     shared: true,
     run: measureAppends,
+  },
+  {
+    name: 'peers',
+    measures: "an agent's per-turn work through ours and the frameworks' Postgres session stores, at 1, 10 and 100 conversations",
+    shared: true,
+    run: measurePeers,
   },
   { name: 'faults', measures: 'the fault scenarios, both designs', shared: true, run: measureFaults },
   { name: 'wake', measures: 'the first request to a lineage evicted from the worker cache', shared: true, run: measureWake },
@@ -403,6 +425,74 @@ async function measureCommit(b: Bench): Promise<void> {
         }
       : {}),
   };
+}
+
+/**
+ * Commits under load: 25 appenders append one message at a time to a lineage while it is
+ * compacted contendedCommits times in a row, once with every commit trying the optimistic path
+ * first (BENCH_COMMIT_PATH=optimistic, before) and once with the adaptive path (after). Per
+ * compaction: the time of its commit statements and transaction (SQL trace of the worker), its
+ * commit_retries (audit row), and the compaction's latency at the caller.
+ */
+async function measureContention(b: Bench): Promise<void> {
+  const { stack, sessions, database, results, newSession, startWorker, stopWorker } = b;
+  const appenders = 25;
+  results.contention = { appenders, compactions: SIZES.contendedCommits };
+  for (const path_ of ['optimistic', 'adaptive'] as const) {
+    log(`contention: ${SIZES.contendedCommits} compactions of a lineage under ${appenders} appenders, commit path ${path_}`);
+    const traceFile = path.join(stack.dir, `sql-trace-contention-${path_}.jsonl`);
+    await stopWorker();
+    await startWorker({ BENCH_SQL_TRACE_FILE: traceFile, ...(path_ === 'optimistic' ? { BENCH_COMMIT_PATH: 'optimistic' } : {}) });
+    const id = `bench-contention-${path_}`;
+    await newSession(id, 40);
+    await sessions.operator.state(id);
+    let stop = false;
+    let appended = 0;
+    const appending = Promise.all(
+      Array.from({ length: appenders }, async (_x, w) => {
+        while (!stop) {
+          await sessions.append(id, [{ role: 'user', content: `appender ${w}: ${appended++}` }]);
+        }
+      }),
+    );
+    const latencies: number[] = [];
+    let head = id;
+    try {
+      for (let c = 0; c < SIZES.contendedCommits; c++) {
+        const [t, result] = await timed(() => sessions.compactAnswer(head, { force: true }));
+        if (result.outcome !== 'compacted') throw new Error(`contention: ${result.outcome} ${result.reason ?? ''}`);
+        latencies.push(t);
+        head = result.sessionId;
+      }
+    } finally {
+      stop = true;
+      await appending;
+    }
+    await stopWorker();
+    await startWorker();
+    // The worker's statements in order: a compaction's commit is every entry naming sc_compaction_commit after its begin.
+    const commitMs: number[] = [];
+    for (const line of readFileSync(traceFile, 'utf8').trim().split('\n')) {
+      const t = JSON.parse(line) as { ms: number; sql: string[] };
+      if (t.sql.some((s) => /sc_compaction_begin/i.test(s))) commitMs.push(0);
+      else if (t.sql.some((s) => /sc_compaction_commit/i.test(s)) && commitMs.length > 0) commitMs[commitMs.length - 1] += t.ms;
+    }
+    const audit = (
+      await database.db.execute(
+        sql`select avg(commit_retries)::float as retries, count(*)::int as n from compactions where lineage_id = ${id} and outcome = 'compacted'`,
+      )
+    ).rows[0] as { retries: number; n: number };
+    results.contention[path_] = {
+      commitMs: summary(commitMs.filter((m) => m > 0)),
+      compactionMs: summary(latencies),
+      commitRetriesMean: round(audit.retries),
+      compactionsCommitted: audit.n,
+      appendsMeanwhile: appended,
+    };
+  }
+  const before = results.contention.optimistic.commitMs;
+  const after = results.contention.adaptive.commitMs;
+  results.contention.commitAdaptiveOverOptimistic = { p50: round(after.p50 / before.p50), p99: round(after.p99 / before.p99) };
 }
 
 /** Cost per compaction: history, billable actions, LLM tokens. */
@@ -623,8 +713,21 @@ async function measureAppends(b: Bench): Promise<void> {
   const aIds = Array.from({ length: 10 }, (_, i) => `bench-app-${i}`);
   await inBatches(aIds, 10, (id) => newSession(id, 40));
   await inBatches(aIds, 10, (id) => newRefSession(`ref-${id}`, 40));
+  await b.pool.query(ORDERED_FLOOR_TABLES_SQL);
+  await createOrderedFloorSessions(b.pool, aIds);
   const oursAppend = (i: number) => sessions.append(aIds[i % 10], [{ role: 'user', content: `append ${i}` }]);
   const refAppend = (i: number) => reference.append(`ref-${aIds[i % 10]}`, [{ role: 'user', content: `append ${i}` }]);
+  // Floor (d) and ours, the same batches: one message, then an agent's turn of 2 to 4 (a request, the model's answers).
+  const single = (i: number): ChatMessage[] => [{ role: 'user', content: `append ${i}` }];
+  const turnOf = (i: number): ChatMessage[] => transcript(2 + (i % 3), `turn ${i}`);
+  log('appends: floor (d), the ordered append (session row locked, next sequence numbers), and ours, 1-message and 2-4-message batches');
+  // Floor (c) again, beside floor (d) and ours: the shared machine's load moves between sections.
+  const floorCHere = await appendRun((i) => insertFloorRow(b.pool, i));
+  const floorD1 = await appendRun((i) => orderedFloorAppend(b.pool, aIds[i % 10], single(i)));
+  const ours1 = await appendRun((i) => sessions.append(aIds[i % 10], single(i)));
+  const floorDN = await appendRun((i) => orderedFloorAppend(b.pool, aIds[i % 10], turnOf(i)));
+  const oursN = await appendRun((i) => sessions.append(aIds[i % 10], turnOf(i)));
+  const profile = await profileAppends(b, (i) => sessions.append(aIds[i % 10], turnOf(i)));
   let k = 0;
   const oursAlone = await appendRun(oursAppend);
   const oursDuring = await appendRun(
@@ -640,6 +743,19 @@ async function measureAppends(b: Bench): Promise<void> {
   results.appends = {
     tokenCounting,
     floorC: floorC,
+    orderedFloor: {
+      floorC: floorCHere,
+      singleMessage: { floorD: floorD1, ours: ours1 },
+      severalMessages: { messagesPerBatch: '2-4', floorD: floorDN, ours: oursN },
+      ratios: {
+        singleOverFloorD: round(ours1.perSecond / floorD1.perSecond),
+        singleOverFloorC: round(ours1.perSecond / floorCHere.perSecond),
+        severalOverFloorD: round(oursN.perSecond / floorDN.perSecond),
+        severalOverFloorC: round(oursN.perSecond / floorCHere.perSecond),
+        floorDSingleOverFloorC: round(floorD1.perSecond / floorCHere.perSecond),
+      },
+      profile,
+    },
     ours: { alone: oursAlone, duringCompactions: oursDuring },
     reference: { alone: refAlone, duringCompactions: refDuring },
     ratios: {
@@ -648,6 +764,92 @@ async function measureAppends(b: Bench): Promise<void> {
       referenceThroughputOverFloorC: round(refAlone.perSecond / floorC.perSecond),
     },
   };
+}
+
+/**
+ * Where an append's time goes inside Postgres: with track_functions on (superuser, applied by a
+ * reload), the self and total time per call of every SQL function the appends ran, from
+ * pg_stat_user_functions, over SIZES.appends appends of 2-4 messages. A profile run, apart
+ * from the timed ones (the tracking costs a little).
+ */
+async function profileAppends(b: Bench, append: (i: number) => Promise<unknown>) {
+  const { pool } = b;
+  try {
+    await pool.query("alter system set track_functions = 'all'");
+    await pool.query('select pg_reload_conf()');
+    await new Promise((r) => setTimeout(r, 500));
+    await pool.query('select pg_stat_reset()');
+    const [ms] = await timed(() => inBatches(Array.from({ length: SIZES.appends }), 10, async (_x, i) => void (await append(i))));
+    // An idle backend flushes its function statistics within 10 s (PGSTAT_IDLE_INTERVAL); per append is per call of session_append.
+    await new Promise((r) => setTimeout(r, 11_000));
+    const { rows } = await pool.query(
+      'select funcname, calls, total_time, self_time from pg_stat_user_functions where calls > 0 order by self_time desc limit 15',
+    );
+    const appends = Number(rows.find((r: { funcname: string }) => r.funcname === 'session_append')?.calls ?? SIZES.appends);
+    return {
+      appends,
+      appendsCounted: appends / SIZES.appends,
+      wallMsPerAppend: round(ms / SIZES.appends, 3),
+      functions: rows.map((r: { funcname: string; calls: string; total_time: number; self_time: number }) => ({
+        name: r.funcname,
+        callsPerAppend: round(Number(r.calls) / appends, 2),
+        totalMsPerAppend: round(r.total_time / appends, 3),
+        selfMsPerAppend: round(r.self_time / appends, 3),
+      })),
+    };
+  } catch (error) {
+    return { error: String((error as Error).message) };
+  } finally {
+    await pool.query('alter system reset track_functions').catch(() => undefined);
+    await pool.query('select pg_reload_conf()').catch(() => undefined);
+  }
+}
+
+/**
+ * Per-turn work beside the frameworks' session stores (bench/peers.ts): at each concurrency, every
+ * peer in turn (rotating which goes first), max(concurrency, peerConversations) conversations of
+ * peerTurns turns each. A peer that cannot be driven is reported with the reason.
+ */
+async function measurePeers(b: Bench): Promise<void> {
+  const { config, sessions, results } = b;
+  log(`peers: per-turn work at ${SIZES.peerConcurrency.join(', ')} concurrent conversations, ours and the frameworks' stores`);
+  const peers: Array<Awaited<ReturnType<typeof langGraphPeer>>> = [
+    oursPeer(sessions),
+    await langGraphPeer(config.databaseUrl),
+    openaiAgentsPeer(config.databaseUrl),
+  ];
+  const notDriven: Record<string, string> = {};
+  const claude = await claudePeer(config.databaseUrl).catch((error: Error) => `could not load it: ${error.message}`);
+  if (typeof claude === 'string') notDriven['Claude Agent SDK PostgresSessionStore'] = claude;
+  else peers.push(claude);
+  const levels: Array<Record<string, unknown>> = [];
+  try {
+    for (const concurrency of SIZES.peerConcurrency) {
+      const load = { concurrency, conversations: Math.max(concurrency, SIZES.peerConversations), turns: SIZES.peerTurns };
+      const byPeer: Record<string, unknown> = {};
+      for (let p = 0; p < peers.length; p++) {
+        const peer = peers[(p + concurrency) % peers.length];
+        try {
+          const run = await peer.run(load, `peer-${concurrency}-${p}-${Date.now()}`);
+          byPeer[peer.name] = { ...summary(run.latencies), turnsPerSecond: round(run.latencies.length / (run.wallMs / 1000)) };
+        } catch (error) {
+          notDriven[peer.name] = `failed at ${concurrency} conversations: ${(error as Error).message.slice(0, 500)}`;
+        }
+      }
+      const ours = byPeer.ours as { p50: number; p99: number } | undefined;
+      const others = Object.entries(byPeer).filter(([name]) => name !== 'ours') as Array<[string, { p50: number; p99: number; turnsPerSecond: number }]>;
+      const bestP50 = others.length ? Math.min(...others.map(([, v]) => v.p50)) : undefined;
+      const bestP99 = others.length ? Math.min(...others.map(([, v]) => v.p99)) : undefined;
+      levels.push({
+        ...load,
+        peers: byPeer,
+        oursOverBestPeer: ours && bestP50 && bestP99 ? { p50: round(ours.p50 / bestP50), p99: round(ours.p99 / bestP99) } : null,
+      });
+    }
+  } finally {
+    for (const peer of peers) await peer.close();
+  }
+  results.peers = { turn: 'append 1 user message, read the conversation, append 3 (tool call, tool result, answer)', pool: 20, levels, notDriven };
 }
 
 /** Faults, both designs. */
@@ -866,6 +1068,18 @@ function renderTable(r: Record<string, any>): string {
       );
     add('round trips to Postgres per compaction (all statements)', r.commit.roundTripsPerCompaction);
   }
+  if (r.contention) {
+    const c = r.contention;
+    for (const k of ['optimistic', 'adaptive'])
+      add(
+        `commit under ${c.appenders} appenders, ${k === 'optimistic' ? 'optimistic path first (before)' : 'adaptive path (after)'}: commit p50 / p99, commit_retries mean, compaction p50 / p99`,
+        `${ms(c[k].commitMs)}, ${c[k].commitRetriesMean}, ${ms(c[k].compactionMs)}`,
+      );
+    add(
+      `commit under ${c.appenders} appenders, adaptive / optimistic, p50 / p99`,
+      `${c.commitAdaptiveOverOptimistic.p50} / ${c.commitAdaptiveOverOptimistic.p99}`,
+    );
+  }
   if (r.cost) {
     add('history per compaction: events / bytes', `${r.cost.historyPerCompaction.events} / ${r.cost.historyPerCompaction.bytes}`);
     for (const [k, v] of Object.entries(r.cost.historyBytesByTranscriptSize)) add(`history bytes, compacting ${k} messages`, v);
@@ -914,12 +1128,47 @@ function renderTable(r: Record<string, any>): string {
     add('appends, reference alone: per s, p50 / p99', `${a.reference.alone.perSecond}/s, ${ms(a.reference.alone)}`);
     add('appends, reference during compactions: per s, p50 / p99', `${a.reference.duringCompactions.perSecond}/s, ${ms(a.reference.duringCompactions)}`);
     add('appends ours / floor (c) throughput (target >= 0.5)', a.ratios.oursThroughputOverFloorC);
+    const o = a.orderedFloor;
+    if (o) {
+      add('floor (c) again, beside floor (d): per s, p50 / p99', `${o.floorC.perSecond}/s, ${ms(o.floorC)}`);
+      add(
+        'floor (d): ordered append (session row locked, next seq), 10 writers, 1 message: per s, p50 / p99',
+        `${o.singleMessage.floorD.perSecond}/s, ${ms(o.singleMessage.floorD)}`,
+      );
+      add('appends, ours, 1 message (same run): per s, p50 / p99', `${o.singleMessage.ours.perSecond}/s, ${ms(o.singleMessage.ours)}`);
+      add('floor (d), 2-4 messages: per s, p50 / p99', `${o.severalMessages.floorD.perSecond}/s, ${ms(o.severalMessages.floorD)}`);
+      add('appends, ours, 2-4 messages: per s, p50 / p99', `${o.severalMessages.ours.perSecond}/s, ${ms(o.severalMessages.ours)}`);
+      add('appends ours / floor (d), 1 message; 2-4 messages (target >= 0.8)', `${o.ratios.singleOverFloorD}; ${o.ratios.severalOverFloorD}`);
+      add(
+        'appends ours / floor (c) (same section), 1 message; 2-4 messages (target >= 0.5 for several)',
+        `${o.ratios.singleOverFloorC}; ${o.ratios.severalOverFloorC}`,
+      );
+      add('floor (d) / floor (c) (same section), 1 message', o.ratios.floorDSingleOverFloorC);
+      if (o.profile?.functions)
+        add(
+          'append profile (2-4 messages, pg_stat_user_functions): self ms per append of the top functions',
+          o.profile.functions
+            .slice(0, 6)
+            .map((f: any) => `${f.name} ${f.selfMsPerAppend}`)
+            .join(', '),
+        );
+    }
     add('appends ours p99 during / alone (target <= 1.5)', a.ratios.oursP99DuringOverAlone);
     add(
       'token counting per appended message: estimate / real tokenizer (o200k, gpt-tokenizer, as appends use it); estimate / real tokens',
       `${a.tokenCounting.estimateUsPerMessage} / ${a.tokenCounting.realUsPerMessage} µs; ${a.tokenCounting.estimateOverRealTokens}`,
     );
   }
+  for (const level of r.peers?.levels ?? []) {
+    for (const [name, v] of Object.entries<any>(level.peers))
+      add(`per turn, ${name}, ${level.concurrency} concurrent conversations: p50 / p99, turns per s`, `${ms(v)}, ${v.turnsPerSecond}/s`);
+    if (level.oursOverBestPeer)
+      add(
+        `per turn, ours / best peer, ${level.concurrency} concurrent conversations, p50 / p99 (target <= 1)`,
+        `${level.oursOverBestPeer.p50} / ${level.oursOverBestPeer.p99}`,
+      );
+  }
+  for (const [name, why] of Object.entries<string>(r.peers?.notDriven ?? {})) add(`per turn, ${name}: not driven`, why);
   if (r.wake) {
     for (const l of r.wake.lineages)
       add(

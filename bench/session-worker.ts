@@ -1,11 +1,12 @@
 /**
  * Our worker for the benchmark: src/worker.ts's createSessionWorker, with extra Worker options
  * from BENCH_WORKER_OPTIONS (JSON, e.g. {"reuseV8Context":false}) so the benchmark can compare
- * them. Benchmark-only; the shipped worker is src/worker.ts.
+ * them, and BENCH_COMMIT_PATH=optimistic to turn the adaptive commit path off. Benchmark-only; the shipped worker is src/worker.ts.
  */
 import { appendFileSync } from 'node:fs';
 import { Client } from 'pg';
 import { loadConfig } from '../src/config';
+import { commitPaths } from '../src/db/commit';
 import { createSessionWorker, installRuntime } from '../src/worker';
 
 /**
@@ -47,6 +48,8 @@ function traceSql(file: string): void {
 
 async function main(): Promise<void> {
   if (process.env.BENCH_SQL_TRACE_FILE) traceSql(process.env.BENCH_SQL_TRACE_FILE);
+  // BENCH_COMMIT_PATH=optimistic: every commit tries the optimistic path first (the adaptive path's "before").
+  if (process.env.BENCH_COMMIT_PATH === 'optimistic') commitPaths.adaptive = false;
   const config = loadConfig();
   installRuntime(config, 'ERROR');
   const workerOptions = process.env.BENCH_WORKER_OPTIONS ? JSON.parse(process.env.BENCH_WORKER_OPTIONS) : {};

@@ -90,6 +90,51 @@ export type CommitResult =
  */
 const OPTIMISTIC_COMMITS = 3;
 
+/** How many commits of a contended lineage lock first before one tries the optimistic path again. */
+const LOCK_FIRST_COMMITS = 8;
+/** How many lineages a process remembers as contended (the oldest is forgotten first). */
+const REMEMBERED_LINEAGES = 10_000;
+
+/**
+ * Which path a lineage's next commit takes, from what its recent commits in this process did.
+ * A commit whose optimistic statements all found rows the gates had not seen (appends landing
+ * faster than a round trip) marks its lineage contended: its next LOCK_FIRST_COMMITS commits
+ * take the locks first and send one statement, instead of wasting OPTIMISTIC_COMMITS round
+ * trips; then one tries the optimistic path again, and a lineage whose commit goes through
+ * without exhausting it is forgotten. Both paths run the same gates on the same head and the
+ * same statement, so the path changes the time a commit takes, never what it writes.
+ *
+ * Kept in the process's memory, not in the lineage row: it costs no write on the commit path
+ * and no schema change, and losing it (a restart, a job on another worker) costs one commit
+ * the optimistic way, as before; the audit row's commit_retries already tells an operator
+ * which lineages are contended.
+ */
+export class CommitPaths {
+  private readonly lockFirstLeft = new Map<string, number>();
+  /** False: every commit tries the optimistic path first (the benchmark's "before"). */
+  adaptive = true;
+
+  /** True when the lineage's next commit should take the locks first. */
+  lockFirst(lineageId: string): boolean {
+    return this.adaptive && (this.lockFirstLeft.get(lineageId) ?? 0) > 0;
+  }
+
+  /** Records how a commit went: `lockedFirst`, or the optimistic path and whether it ran out of tries. */
+  record(lineageId: string, how: 'lockedFirst' | 'optimistic' | 'exhausted'): void {
+    if (how === 'optimistic') {
+      this.lockFirstLeft.delete(lineageId);
+      return;
+    }
+    const left = how === 'exhausted' ? LOCK_FIRST_COMMITS : (this.lockFirstLeft.get(lineageId) ?? 1) - 1;
+    this.lockFirstLeft.delete(lineageId); // re-inserted last: the map's order is least recently used first
+    this.lockFirstLeft.set(lineageId, left);
+    if (this.lockFirstLeft.size > REMEMBERED_LINEAGES) this.lockFirstLeft.delete(this.lockFirstLeft.keys().next().value!);
+  }
+}
+
+/** The process's memory of contended lineages, which commitCompaction uses unless given another. */
+export const commitPaths = new CommitPaths();
+
 /** A commit's answer, or the rows appended after the snapshot (when the statement wrote nothing). */
 type StatementAnswer = CommitResult | { outcome: 'appended'; rows: SnapshotRow[] };
 
@@ -116,11 +161,12 @@ type StatementResult =
  * were appended it writes nothing and returns them, and the gates run again with them. After
  * OPTIMISTIC_COMMITS such statements (appends landing faster than a round trip), the last try
  * takes the lineage lock and the parent's row lock first, so no append can land between the
- * gates and the statement: a commit always ends. A failing gate writes nothing. A retried
+ * gates and the statement: a commit always ends. A lineage whose commit ran out of optimistic
+ * tries takes that locked path first for its next commits (`paths`, CommitPaths). A failing gate writes nothing. A retried
  * commit of the same job is answered from the audit row and writes nothing; a commit against
  * a lineage that moved on writes nothing.
  */
-export async function commitCompaction(db: Database, input: CommitInput): Promise<CommitResult> {
+export async function commitCompaction(db: Database, input: CommitInput, paths: CommitPaths = commitPaths): Promise<CommitResult> {
   const { job, dialect } = input;
   const policy = input.policy ?? DEFAULT_AUTO_COMPACTION_POLICY;
   const head = input.compacted.map((m) => ({
@@ -193,20 +239,33 @@ export async function commitCompaction(db: Database, input: CommitInput): Promis
     return { ...rest, sessionId: headSessionId, gateResults: report?.results, commitRetries: retries };
   };
 
+  // Hold the locks every writer waits on (appends the lineage's, writers that bypass it the
+  // parent's), read the rows after the watermark, gate, commit: no append can land between.
+  const locked = (retries: number) =>
+    db.transaction(async (tx) => {
+      await tx.execute(sql`select 1 from lineages where id = ${job.lineageId} for update`);
+      await tx.execute(sql`select 1 from sessions where id = ${job.parentSessionId} for update`);
+      const rows = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
+      const answer = await gateAndCommit(tx, rows, retries);
+      if (answer.outcome === 'appended') throw new Error(`rows were appended to ${job.parentSessionId} under its locks; rolling back`);
+      return answer;
+    });
+  if (paths.lockFirst(job.lineageId)) {
+    const answer = await locked(0);
+    paths.record(job.lineageId, 'lockedFirst');
+    return answer;
+  }
   let carried: SnapshotRow[] = input.carried ?? [];
   for (let retries = 0; retries < OPTIMISTIC_COMMITS; retries++) {
     const answer = await gateAndCommit(db, carried, retries);
-    if (answer.outcome !== 'appended') return answer;
+    if (answer.outcome !== 'appended') {
+      paths.record(job.lineageId, 'optimistic');
+      return answer;
+    }
     carried = answer.rows;
   }
-  // Appends keep landing between the gates and the statement: hold the locks every writer
-  // waits on (appends the lineage's, writers that bypass it the parent's), read, gate, commit.
-  return db.transaction(async (tx) => {
-    await tx.execute(sql`select 1 from lineages where id = ${job.lineageId} for update`);
-    await tx.execute(sql`select 1 from sessions where id = ${job.parentSessionId} for update`);
-    const rows = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
-    const answer = await gateAndCommit(tx, rows, OPTIMISTIC_COMMITS);
-    if (answer.outcome === 'appended') throw new Error(`rows were appended to ${job.parentSessionId} under its locks; rolling back`);
-    return answer;
-  });
+  // Appends keep landing between the gates and the statement.
+  const answer = await locked(OPTIMISTIC_COMMITS);
+  paths.record(job.lineageId, 'exhausted');
+  return answer;
 }
