@@ -72,13 +72,14 @@ export function createAgentActivities(options: AgentActivitiesOptions): AgentAct
     async lineageAgentModelCall({ lineageId }): Promise<AgentModelStep> {
       const key = activityAppendKey();
       const stored = await sessions.appendedUnder(lineageId, key);
-      if (stored) return { ...model.readStep(stored), inputTokens: 0, headMessages: 0, recovered: true };
+      if (stored) return { ...model.readStep(stored), headTokens: 0, headMessages: 0, recovered: true };
       const head = await sessions.transcript(lineageId, { for: 'provider' });
       const answer = await model.call({ messages: head.messages, signal: Context.current().cancellationSignal });
       const batch = await appendOnce(sessions, lineageId, key, answer.messages);
       return {
         ...model.readStep(batch),
-        inputTokens: answer.inputTokens ?? Math.ceil(JSON.stringify(head.messages).length / 4),
+        ...(answer.inputTokens !== undefined ? { inputTokens: answer.inputTokens } : {}),
+        headTokens: Math.ceil(JSON.stringify(head.messages).length / 4),
         headMessages: head.messages.length,
         recovered: batch !== answer.messages,
       };

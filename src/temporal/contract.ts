@@ -21,8 +21,10 @@ export interface AgentModelStep {
   readonly toolCalls: readonly AgentToolCall[];
   /** The model's final text when it called no tool. */
   readonly output?: string;
-  /** Input tokens the provider reported for this call (or the head's estimate when it reported none). */
-  readonly inputTokens: number;
+  /** Input tokens the provider reported for this call, when it did. */
+  readonly inputTokens?: number;
+  /** The head's size in tokens as the service estimates them (about four characters a token): what compaction bounds. */
+  readonly headTokens: number;
   /** Messages in the head the model was sent (after compaction). */
   readonly headMessages: number;
   /** True when this attempt found its batch already stored by an earlier attempt (the model was not called again). */

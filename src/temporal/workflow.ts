@@ -46,8 +46,8 @@ export interface AgentRunResult {
   modelCalls: number;
   /** Tool calls this `run()` ran. */
   toolCalls: number;
-  /** The steps' model input tokens, in order (as the activity reported them). */
-  inputTokens: number[];
+  /** The head each model call was sent, in estimated tokens, in order. */
+  headTokens: number[];
 }
 
 export interface AgentLoop {
@@ -76,12 +76,12 @@ export function agentLoop(options: AgentLoopOptions): AgentLoop {
   return {
     say: (text) => activities.lineageAgentInput({ lineageId, text }),
     async run() {
-      const result: AgentRunResult = { modelCalls: 0, toolCalls: 0, inputTokens: [] };
+      const result: AgentRunResult = { modelCalls: 0, toolCalls: 0, headTokens: [] };
       while (result.modelCalls < maxModelCalls) {
         const step: AgentModelStep = await activities.lineageAgentModelCall({ lineageId });
         modelCalls++;
         result.modelCalls++;
-        result.inputTokens.push(step.inputTokens);
+        result.headTokens.push(step.headTokens);
         if (step.toolCalls.length === 0) return { ...result, output: step.output ?? '' };
         await runTools(step.toolCalls);
         result.toolCalls += step.toolCalls.length;
