@@ -7,7 +7,8 @@
  *
  *   agentsSdkAgentModel({ model: new OpenAIResponsesModel(openai, 'gpt-5'), instructions, tools: [readFile] })
  *
- * Only the SDK's types are imported: the model object brings its own code.
+ * `@openai/agents-core` is loaded on the first call (for a trace around it when the call runs
+ * outside the SDK's Runner: the SDK's models open a span, which needs one).
  */
 import type { AgentInputItem, FunctionTool, Model, ModelSettings, SerializedTool } from '@openai/agents-core';
 import type { Message } from '../compaction/dialects';
@@ -43,16 +44,21 @@ export function agentsSdkAgentModel(options: AgentsSdkAgentModelOptions): AgentM
   return {
     dialect: 'openai-agents',
     async call({ messages, signal }) {
-      const response = await options.model.getResponse({
-        ...(options.instructions ? { systemInstructions: options.instructions } : {}),
-        input: messages as unknown as AgentInputItem[],
-        modelSettings: options.modelSettings ?? {},
-        tools,
-        outputType: 'text',
-        handoffs: [],
-        tracing: false,
-        signal,
-      });
+      // The SDK's models open a span, which needs a trace: the Runner's when there is one, else one per call.
+      const { getCurrentTrace, withTrace } = await import('@openai/agents-core');
+      const inTrace = <T>(fn: () => Promise<T>) => (getCurrentTrace() ? fn() : withTrace('session-compaction agent model call', fn));
+      const response = await inTrace(() =>
+        options.model.getResponse({
+          ...(options.instructions ? { systemInstructions: options.instructions } : {}),
+          input: messages as unknown as AgentInputItem[],
+          modelSettings: options.modelSettings ?? {},
+          tools,
+          outputType: 'text',
+          handoffs: [],
+          tracing: false,
+          signal,
+        }),
+      );
       return { messages: asJson(response.output), inputTokens: response.usage.inputTokens };
     },
     readStep(items) {

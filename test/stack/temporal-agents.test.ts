@@ -22,7 +22,9 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { createOpenAI } from '@ai-sdk/openai';
 import { OpenAIResponsesModel } from '@openai/agents-openai';
+import { setTracingDisabled } from '@openai/agents-core';
 import { Context } from '@temporalio/activity';
+import { Client, Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import { jsonSchema, type ToolSet } from 'ai';
@@ -114,7 +116,10 @@ function ledgerActivities(
       }
       const { attempt } = Context.current().info;
       const n = attempt === 1 ? ++modelCalls : modelCalls;
-      const step = await base.lineageAgentModelCall(input);
+      const step = await base.lineageAgentModelCall(input).catch((e: unknown) => {
+        if (process.env.DEBUG_TA) console.error('model call failed', e);
+        throw e;
+      });
       await keep(input.lineageId);
       if (step.recovered) ledger.recovered++;
       else ledger.modelCalls.push({ runId: ledger.runs.at(-1)!, step, attempt });
@@ -199,7 +204,7 @@ async function measureHistory(workflowId: string, firstRunId: string, modelActiv
   const afterCall: number[] = [];
   let total = 0;
   for (let runId: string | undefined = firstRunId; runId;) {
-    const history = await stack().temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+    const history = await historyClient.workflow.getHandle(workflowId, runId).fetchHistory();
     histories.push(history);
     const modelScheduled = new Set<string>();
     let next: string | undefined;
@@ -221,14 +226,22 @@ const mb = (bytes: number) => `${(bytes / 1e6).toFixed(2)} MB`;
 let responses: StrictResponsesProvider;
 let connection: NativeConnection;
 let workflowBundle: { code: string };
+/** A client that takes history pages bigger than gRPC's default 4 MB (the plain way's are). */
+let historyClient: Client;
 
 beforeAll(async () => {
   responses = await startStrictResponses({ seed: 38, largeArgumentsChance: 0 });
   connection = await NativeConnection.connect({ address: inject('stack').temporalAddress });
+  historyClient = new Client({
+    connection: await Connection.connect({ address: inject('stack').temporalAddress, channelArgs: { 'grpc.max_receive_message_length': 256 * 1024 * 1024 } }),
+  });
+  // The Agents SDK's traces go nowhere in a test.
+  setTracingDisabled(true);
   workflowBundle = await bundleWorkflowCode({ workflowsPath: path.join(PROJECT_ROOT, 'test/support/temporal-agent-workflows.ts'), logger: quiet });
 }, 120_000);
 
 afterAll(async () => {
+  await historyClient?.connection.close();
   await connection?.close();
   await responses?.close();
 });
