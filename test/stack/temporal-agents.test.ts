@@ -116,10 +116,7 @@ function ledgerActivities(
       }
       const { attempt } = Context.current().info;
       const n = attempt === 1 ? ++modelCalls : modelCalls;
-      const step = await base.lineageAgentModelCall(input).catch((e: unknown) => {
-        if (process.env.DEBUG_TA) console.error('model call failed', e);
-        throw e;
-      });
+      const step = await base.lineageAgentModelCall(input);
       await keep(input.lineageId);
       if (step.recovered) ledger.recovered++;
       else ledger.modelCalls.push({ runId: ledger.runs.at(-1)!, step, attempt });
