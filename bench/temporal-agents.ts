@@ -83,7 +83,7 @@ export interface AgentsBenchOptions {
 export async function measureAgentsOnTemporal(options: AgentsBenchOptions) {
   const { sessions, quick } = options;
   const lineageCalls = quick ? 100 : 200;
-  const plainCalls = quick ? 40 : 100;
+  const plainCalls = quick ? 50 : 100;
   const checkpoints = (quick ? [25, 50, 100] : [50, 100, 200]).filter((n) => n <= lineageCalls);
   const model = scriptedModel();
   const plainModel = scriptedModel();

@@ -19,8 +19,6 @@
 import { type ActivityOptions, continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { AgentActivities, AgentModelStep, AgentToolCall } from './contract';
 
-export type { AgentActivities, AgentModelStep, AgentToolCall, AgentToolReceipt } from './contract';
-
 export interface AgentLoopOptions {
   /** The lineage (its root session id) that holds the conversation; the caller created it. */
   lineageId: string;
