@@ -13,7 +13,8 @@
  *   quadratically (measured at 50 and 100 calls; 200 would pass Temporal's 50 MB limit);
  * - the OpenAI Agents SDK's `OpenAIResponsesModel` through agentsSdkAgentModel, continuing
  *   as new every 10 calls;
- * - model and tool activities that fail after their append and are retried, and every
+ * - model and tool activities that fail after their append and are retried, a worker shut
+ *   down under a model activity that had appended (a second worker retries it), and every
  *   history replayed: the test's ledger of what each activity appended (by append key)
  *   matches the lineage exactly, no duplicate, no lost message, and the audit agrees.
  * Every model request is accepted by the strict fake (0 rejected).
@@ -93,7 +94,7 @@ function ledgerActivities(
   model: AgentModel,
   ledger: Ledger,
   budget: number,
-  fail: { model: Set<number>; tool: Set<number> } = { model: new Set(), tool: new Set() },
+  fail: { model: Set<number>; tool: Set<number>; hang?: { call: number; started: () => void } } = { model: new Set(), tool: new Set() },
 ): AgentActivities & Pick<TaskActivities, 'beforeContinueAsNew'> & { nextTask: TaskActivities['nextTask'] } {
   const base = createAgentActivities({ sessions: stack().client, model, tools });
   const keep = async (lineageId: string) => {
@@ -120,6 +121,12 @@ function ledgerActivities(
       await keep(input.lineageId);
       if (step.recovered) ledger.recovered++;
       else ledger.modelCalls.push({ runId: ledger.runs.at(-1)!, step, attempt });
+      if (attempt === 1 && fail.hang?.call === n) {
+        // Appended; now the worker goes away under this attempt (the test shuts it down, which cancels it).
+        ledger.failedAfterAppend++;
+        fail.hang.started();
+        await Context.current().cancelled;
+      }
       if (attempt === 1 && fail.model.has(n)) {
         ledger.failedAfterAppend++;
         throw new Error(`model call ${n}: the worker died after the append`);
@@ -244,8 +251,7 @@ afterAll(async () => {
 });
 
 /** Runs `use` with a worker of this test's own (the bundle above, `activities`) on a task queue of its own. */
-async function withWorker<T>(activities: object, use: (taskQueue: string) => Promise<T>): Promise<T> {
-  const taskQueue = uniqueId('temporal-agents');
+async function withWorker<T>(activities: object, use: (taskQueue: string) => Promise<T>, taskQueue = uniqueId('temporal-agents')): Promise<T> {
   const worker = await Worker.create({ connection, taskQueue, workflowBundle, activities, maxConcurrentActivityTaskExecutions: 16 });
   const running = worker.run();
   try {
@@ -362,7 +368,7 @@ describe('agents on Temporal keep their conversation in a lineage', () => {
     );
   }, 300_000);
 
-  it('OpenAI Agents SDK: OpenAIResponsesModel in the model activity; continues as new every 10 calls; nothing lost or duplicated', async () => {
+  it('OpenAI Agents SDK: OpenAIResponsesModel in the model activity; continues as new every 10 calls; a worker gone mid-activity; nothing lost or duplicated', async () => {
     const lineageId = uniqueId('temporal-agents-sdk');
     await stack().client.createSession({ sessionId: lineageId, dialect: 'openai-agents', compactAt: 8_000 });
     const client = new OpenAI({ apiKey: 'test-key', baseURL: responses.url, maxRetries: 0 });
@@ -372,18 +378,32 @@ describe('agents on Temporal keep their conversation in a lineage', () => {
       tools: agentsSdkTools,
     });
     const ledger = newLedger();
-    const activities = ledgerActivities(model, ledger, AGENTS_SDK_CALLS, { model: new Set([7]), tool: new Set([9]) });
+    let hung!: () => void;
+    const hanging = new Promise<void>((resolve) => (hung = resolve));
+    const activities = ledgerActivities(model, ledger, AGENTS_SDK_CALLS, { model: new Set([7]), tool: new Set([9]), hang: { call: 15, started: hung } });
     const rejectedBefore = responses.rejections.length;
-    const result = await withWorker(activities, async (taskQueue) => {
-      await firstTask(lineageId, model, ledger);
-      const handle = await stack().temporal.workflow.start('lineageAgentShortRuns', { taskQueue, workflowId: `agent-${lineageId}`, args: [lineageId] });
-      await handle.result();
-      return measureHistory(handle.workflowId, handle.firstExecutionRunId, 'lineageAgentModelCall');
-    });
+    // A worker that goes away in the middle of model call 15, after its append; a second worker takes over.
+    const taskQueue = uniqueId('temporal-agents-sdk');
+    const first = await Worker.create({ connection, taskQueue, workflowBundle, activities });
+    const firstRun = first.run();
+    await firstTask(lineageId, model, ledger);
+    const handle = await stack().temporal.workflow.start('lineageAgentShortRuns', { taskQueue, workflowId: `agent-${lineageId}`, args: [lineageId] });
+    await hanging;
+    first.shutdown();
+    await firstRun;
+    const result = await withWorker(
+      activities,
+      async () => {
+        await handle.result();
+        return measureHistory(handle.workflowId, handle.firstExecutionRunId, 'lineageAgentModelCall');
+      },
+      taskQueue,
+    );
     expect(responses.rejections.slice(rejectedBefore).map((r) => `${r.rule}: ${r.reason}`)).toEqual([]);
     expect(ledger.modelCalls.length).toBeGreaterThanOrEqual(AGENTS_SDK_CALLS);
     expect(result.runs).toBeGreaterThanOrEqual(3);
-    expect(ledger.recovered).toBe(2);
+    expect(ledger.failedAfterAppend).toBe(3);
+    expect(ledger.recovered).toBe(3);
     expectBoundariesKept(ledger, result.runs);
     await expectLedgerMatches(lineageId, ledger);
     for (const history of result.histories) await Worker.runReplayHistory({ workflowBundle, replayName: 'temporal-agents-sdk' }, history);
