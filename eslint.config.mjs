@@ -114,7 +114,8 @@ export default defineConfig(
     },
   },
   {
-    files: ['src/workflows/**/*.ts'],
+    // The agent loop of session-compaction/temporal/workflow runs in users' workflows: the same rules.
+    files: ['src/workflows/**/*.ts', 'src/temporal/workflow.ts', 'src/temporal/contract.ts', 'src/temporal-workflow.ts'],
     rules: {
       'no-restricted-imports': 'off', // replaced by the typescript-eslint rule below, which knows `import type`
       '@typescript-eslint/no-restricted-imports': [

@@ -27,6 +27,7 @@ import type { ChatMessage } from '../src/compaction/messages';
 import { PROJECT_ROOT } from '../src/config';
 import { openDatabase, runMigrations } from '../src/db/database';
 import { lineageWorkflowId } from '../src/workflows/contract';
+import { measureAgentsOnTemporal } from './temporal-agents';
 import { measureTokenCounting } from './token-counting';
 import { runFaults } from './faults';
 import { measureRungs } from './rungs';
@@ -261,6 +262,12 @@ const SECTIONS: Array<{ name: string; measures: string; shared: boolean; slow?: 
   },
   { name: 'faults', measures: 'the fault scenarios, both designs', shared: true, run: measureFaults },
   { name: 'wake', measures: 'the first request to a lineage evicted from the worker cache', shared: true, run: measureWake },
+  {
+    name: 'agents',
+    measures: 'an agent on Temporal: history bytes per model call with its conversation in a lineage and the plain way, and its model input per call',
+    shared: true,
+    run: measureAgents,
+  },
   { name: 'memory', measures: 'worker memory per cached idle lineage, reuseV8Context on and off', shared: true, slow: true, run: measureMemory },
   {
     name: 'rungs',
@@ -899,6 +906,23 @@ async function measureWake(b: Bench): Promise<void> {
 }
 
 /** Memory per cached idle lineage, cache = number of lineages, reuseV8Context on/off. */
+/** An agent on Temporal, two ways (bench/temporal-agents.ts): history per model call, and the head per call. */
+async function measureAgents(b: Bench): Promise<void> {
+  // The plain way's history pages pass gRPC's default 4 MB.
+  const connection = await Connection.connect({ address: b.config.temporal.address, channelArgs: { 'grpc.max_receive_message_length': 256 * 1024 * 1024 } });
+  try {
+    b.results.agents = await measureAgentsOnTemporal({
+      temporalAddress: b.config.temporal.address,
+      temporal: new Client({ connection }),
+      sessions: b.sessions,
+      quick,
+      log: (line) => console.log(line),
+    });
+  } finally {
+    await connection.close();
+  }
+}
+
 async function measureMemory(b: Bench): Promise<void> {
   const { sessions, results, startWorker, stopWorker } = b;
   log(`memory: ${SIZES.idle} idle lineages, cache set to ${SIZES.idle}`);
@@ -1078,6 +1102,17 @@ function renderTable(r: Record<string, any>): string {
     add(
       `commit under ${c.appenders} appenders, adaptive / optimistic, p50 / p99`,
       `${c.commitAdaptiveOverOptimistic.p50} / ${c.commitAdaptiveOverOptimistic.p99}`,
+    );
+  }
+  if (r.agents) {
+    const A = r.agents;
+    for (const [n, v] of Object.entries(A.historyBytesAfter) as [string, { lineage: number | null; plain: number | null }][])
+      add(`agent on Temporal: history bytes after ${n} model calls, lineage / plain way`, `${v.lineage ?? '-'} / ${v.plain ?? 'not run'}`);
+    for (const [n, v] of Object.entries(A.historyBytesOfCall) as [string, { lineage: number | null; plain: number | null }][])
+      add(`agent on Temporal: history bytes of model call ${n}, lineage / plain way`, `${v.lineage ?? '-'} / ${v.plain ?? 'not run'}`);
+    add(
+      `agent on Temporal: model input tokens per call, compaction at ${A.compactAtTokens}: mean / last half mean / last half max (plain way: mean / last)`,
+      `${A.headTokensPerCall.mean} / ${A.headTokensPerCall.meanLastHalf} / ${A.headTokensPerCall.maxLastHalf} (${A.plainInputTokensPerCall.mean} / ${A.plainInputTokensPerCall.last})`,
     );
   }
   if (r.cost) {

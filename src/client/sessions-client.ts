@@ -271,6 +271,17 @@ export class SessionsClient {
   }
 
   /**
+   * The batch an `append` stored under `appendKey` in the session's lineage, exactly as
+   * appended (compactions since do not change it), or null when the key stored nothing: what
+   * a retried step reads to learn what its first attempt appended before it failed.
+   */
+  async appendedUnder(sessionId: string, appendKey: string): Promise<Message[] | null> {
+    checkSessionId(sessionId);
+    checkName(appendKey, 'appendKey', 200);
+    return readWithRetry(() => store.messagesUnderAppendKey(this.database.db, sessionId, appendKey));
+  }
+
+  /**
    * Takes back the last messages of the session's head and appends `replacement` in their
    * place, in one transaction: what the agent frameworks' sessions call pop, clear and
    * "replace this exact suffix". `count` of them (default 1, `'all'` for every live message

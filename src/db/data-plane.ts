@@ -99,6 +99,21 @@ export async function appendMessages(
   );
 }
 
+/**
+ * The batch stored under `appendKey` in the lineage of `sessionId` (any of its session ids),
+ * its messages in order exactly as appended, wherever they are now (the head, a session a
+ * compaction ended, archived), copies a compaction made left out; null when the key stored
+ * nothing. Read only: how a retried step learns what its first attempt stored.
+ */
+export async function messagesUnderAppendKey(db: Executor, sessionId: string, appendKey: string): Promise<Message[] | null> {
+  const { rows } = await db.execute(sql`
+    select m.body from messages m join sessions s on s.id = m.session_id
+    where s.lineage_id = (select lineage_id from sessions where id = ${sessionId})
+      and m.append_key = ${appendKey} and m.written_by_compaction is null
+    order by m.lineage_seq`);
+  return rows.length === 0 ? null : rows.map((r) => (r as { body: Message }).body);
+}
+
 /** What session_replace_tail answers: the messages taken back, and the append that followed them, if any. */
 export interface ReplaceTailResult {
   sessionId: string;

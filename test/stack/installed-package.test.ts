@@ -132,6 +132,23 @@ describe('the installed package', () => {
     expect(run('node', ['ai-sdk-cjs.cjs']).trim()).toBe('chat-1');
   }, 300_000);
 
+  it('imports session-compaction/temporal (with @temporalio/activity) and session-compaction/temporal/workflow from plain ESM and from CommonJS', () => {
+    const { devDependencies } = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+    run('npm', ['install', '--no-audit', '--no-fund', `@temporalio/activity@${devDependencies['@temporalio/activity']}`]);
+    const use = '[typeof createAgentActivities, typeof aiSdkAgentModel, typeof agentsSdkAgentModel, typeof agentLoop].join()';
+    const names = '{ createAgentActivities, aiSdkAgentModel, agentsSdkAgentModel }';
+    writeFileSync(
+      path.join(scratch, 'temporal-esm.mjs'),
+      `import ${names} from 'session-compaction/temporal';\nimport { agentLoop } from 'session-compaction/temporal/workflow';\nconsole.log(${use});\n`,
+    );
+    writeFileSync(
+      path.join(scratch, 'temporal-cjs.cjs'),
+      `const ${names} = require('session-compaction/temporal');\nconst { agentLoop } = require('session-compaction/temporal/workflow');\nconsole.log(${use});\n`,
+    );
+    expect(run('node', ['temporal-esm.mjs']).trim()).toBe('function,function,function,function');
+    expect(run('node', ['temporal-cjs.cjs']).trim()).toBe('function,function,function,function');
+  }, 300_000);
+
   it("installs what the image's final stage installs: every worker package, each at the lockfile's version, and none of the dev tooling", () => {
     const dockerfile = readFileSync(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
     const install = /^RUN (node scripts\/image-package\.cjs && npm install --omit=dev[^\n]*)$/m.exec(dockerfile);
