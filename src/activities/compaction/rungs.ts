@@ -29,7 +29,7 @@ interface SummariserUsage {
 export type RungCosts = Partial<Record<Proposal['rung'], RungCost>>;
 
 /** Why each rung that passed did, by rung name: the audit row's `passed_rungs`. */
-export type PassedRungs = Partial<Record<Proposal['rung'], string>>;
+type PassedRungs = Partial<Record<Proposal['rung'], string>>;
 
 /** A head a rung proposes: gated and committed; `note` goes into the audit row's reason. */
 export interface Proposed {
