@@ -13,7 +13,9 @@
  * the native rung on, against the strict fakes' `/responses/compact` and compact_20260112 (the
  * real `openai` and `@anthropic-ai/sdk` clients). The table names the rung that answered (and why
  * native passed, when it did); a native head's opaque item must be one the fake made, and every
- * other kept message one that was appended.
+ * other kept message one that was appended. Every transcript also runs (rotate) on a lineage
+ * created with the rungs `masking, trim`: a forced compaction passes masking, so the trim rung
+ * answers, and its head must pass the same checks.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -45,8 +47,8 @@ export interface CorpusRow {
   transcript: string;
   dialect: string;
   mode: CompactionMode;
-  /** The rungs the worker had: `default` (native off) or `native` (NATIVE_COMPACTION=on). */
-  rungs: 'default' | 'native';
+  /** The rungs: `default` (native off), `native` (NATIVE_COMPACTION=on), or `trim` (a lineage created with the rungs masking and trim). */
+  rungs: 'default' | 'native' | 'trim';
   /** The rung that answered (and, when native was on and passed, why). */
   rung: string;
   messages: number;
@@ -126,11 +128,18 @@ export async function runCorpus(dir: string, log: (line: string) => void = conso
       const passes = [
         ...(['rotate', 'in_place'] as const).map((mode) => ({ mode, rungs: 'default' as const })),
         ...(NATIVE_FORMATS.has(entry.format) ? [{ mode: 'rotate' as const, rungs: 'native' as const }] : []),
+        { mode: 'rotate' as const, rungs: 'trim' as const },
       ];
       for (const { mode, rungs } of passes) {
-        const client = clients[rungs];
-        const id = `corpus-${n}-${mode === 'rotate' ? 'r' : 'i'}${rungs === 'native' ? '-n' : ''}`;
-        await client.createSession({ sessionId: id, dialect: dialect.name, mode, source: 'corpus' });
+        const client = rungs === 'native' ? clients.native : clients.default;
+        const id = `corpus-${n}-${mode === 'rotate' ? 'r' : 'i'}${rungs === 'default' ? '' : `-${rungs[0]}`}`;
+        await client.createSession({
+          sessionId: id,
+          dialect: dialect.name,
+          mode,
+          source: 'corpus',
+          ...(rungs === 'trim' ? { rungs: ['masking', 'trim'] } : {}),
+        });
         for (let i = 0; i < entry.messages.length; i += 500) await client.append(id, entry.messages.slice(i, i + 500));
         const stored = await client.transcript(id);
         const storedEqual = stored.messages.length === entry.messages.length && stored.messages.every((m, i) => jsonEqual(m, entry.messages[i]));
@@ -165,7 +174,10 @@ export async function runCorpus(dir: string, log: (line: string) => void = conso
             kept++;
           } else foreign++;
         }
-        const ok = storedEqual && result.outcome === 'compacted' && refused === undefined && latestKept && foreign === 0 && nativeRefused.length === 0;
+        // The trim pass must be answered by the trim rung (the only rung it may use for a forced request).
+        const rungAnswered = rungs !== 'trim' || audit?.rung === 'trim';
+        const ok =
+          storedEqual && result.outcome === 'compacted' && refused === undefined && latestKept && foreign === 0 && nativeRefused.length === 0 && rungAnswered;
         const row: CorpusRow = {
           transcript: entry.file,
           dialect: dialect.name,

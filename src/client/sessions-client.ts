@@ -84,7 +84,7 @@ export interface CreateSessionOptions {
    */
   dialect?: DialectName;
   /**
-   * The rungs the lineage's compactions may use (`masking`, `summary`, `trim`; docs/compaction.md,
+   * The rungs the lineage's compactions may use (`masking`, `native`, `summary`, `trim`; docs/compaction.md,
    * "Which rungs a lineage uses"); the others pass as not enabled. Absent: the worker's default
    * (COMPACTION_RUNGS, every rung when unset). An unknown name, an empty list or the trim alone
    * is an InvalidInputError and nothing is written.
