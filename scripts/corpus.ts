@@ -32,6 +32,7 @@ import type { CompactionMode } from '../src/workflows/contract';
 import { startScratchStack } from '../test/support/scratch-stack';
 import { startStrictAnthropic } from '../test/support/strict-anthropic';
 import { strictProviderCheck } from '../test/support/strict-check';
+import { measureRungs } from '../bench/rungs';
 import { startStrictResponses } from '../test/support/strict-responses';
 
 /** Formats whose provider has its own compaction: the native rung's corpus pass. */
@@ -200,6 +201,10 @@ export async function runCorpus(dir: string, log: (line: string) => void = conso
         );
       }
     }
+    // Per rung, over every compaction of this run (the audit rows' rung and costs; bench/rungs.ts).
+    log('\n| rung | compactions answered | tokens shed | tokens paid | cached share |\n|---|---:|---:|---:|---:|');
+    for (const [rung, f] of Object.entries(await measureRungs(database.db)))
+      log(`| ${rung} | ${f.compactions} | ${f.tokensShed} | ${f.tokensPaid} | ${f.cachedShare ?? '-'} |`);
   } finally {
     await clients.default.close();
     await clients.native.close();

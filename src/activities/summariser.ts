@@ -27,7 +27,7 @@ export interface SummaryResult {
 }
 
 /** OpenAI's usage (Chat or Responses) as a RungCost: its input count already holds the cached tokens. */
-function openAiCost(input?: number, output?: number, cached?: number): RungCost | undefined {
+export function openAiCost(input?: number, output?: number, cached?: number): RungCost | undefined {
   if (input === undefined && output === undefined) return undefined;
   return { inputTokens: input ?? 0, outputTokens: output ?? 0, cacheReadTokens: cached ?? 0, cacheWriteTokens: 0, calls: 1 };
 }
@@ -46,7 +46,7 @@ interface AnthropicUsage {
  * which are added. A step the API reports only in usage.iterations (a server-side compaction)
  * is billed on top of the top-level usage, so the iterations' sum is the bill when they are there.
  */
-function anthropicCost(usage: AnthropicUsage | undefined, output?: number): RungCost | undefined {
+export function anthropicCost(usage: AnthropicUsage | undefined, output?: number): RungCost | undefined {
   if (!usage) return undefined;
   const one = (u: AnthropicUsage) => ({
     inputTokens: (u.input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0),

@@ -10,7 +10,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import type { NativeCompactionConfig, NativeProviderConfig } from '../../config';
 import type { JsonObject } from '../../compaction/json';
+import type { RungCost } from '../../compaction/gain';
 import { SessionCompactionError } from '../../errors';
+import { anthropicCost, openAiCost } from '../summariser';
 
 /** The provider whose compaction made an opaque item: only it (and the model that made it) can read it. */
 export type NativeProvider = 'openai' | 'anthropic';
@@ -25,6 +27,8 @@ export interface NativeUsage {
   promptTokens?: number;
   completionTokens?: number;
   cachedPromptTokens?: number;
+  /** The call's bill in the audit row's `costs` (the same reading of each API's usage as the summariser's). */
+  cost?: RungCost;
 }
 
 interface NativeRequest {
@@ -87,7 +91,12 @@ function openaiCompaction(config: NativeProviderConfig, timeoutMs: number): Nati
       before: output.slice(0, at).filter((m) => isObject(m) && m.type === 'message' && m.role === 'user'),
       item,
       usage: usage
-        ? { promptTokens: usage.input_tokens, completionTokens: usage.output_tokens, cachedPromptTokens: usage.input_tokens_details?.cached_tokens }
+        ? {
+            promptTokens: usage.input_tokens,
+            completionTokens: usage.output_tokens,
+            cachedPromptTokens: usage.input_tokens_details?.cached_tokens,
+            cost: openAiCost(usage.input_tokens, usage.output_tokens, usage.input_tokens_details?.cached_tokens),
+          }
         : {},
     };
   };
@@ -116,7 +125,10 @@ function anthropicCompaction(config: NativeProviderConfig, timeoutMs: number): N
     );
     const blocks = (Array.isArray(response.content) ? response.content : []) as unknown as JsonObject[];
     const block = blocks.find((b) => isObject(b) && b.type === 'compaction');
-    const usage = anthropicUsage(response.usage as unknown as JsonObject | undefined);
+    const usage = {
+      ...anthropicUsage(response.usage as unknown as JsonObject | undefined),
+      cost: anthropicCost(response.usage as unknown as Parameters<typeof anthropicCost>[0]),
+    };
     if (!block) throw new NativeCompactionFailedError(`no compaction block in the answer (stop_reason ${String(response.stop_reason)})`);
     if (block.content === null || block.content === undefined) throw new NativeCompactionFailedError('the compaction failed (content: null)');
     return { before: [], item: block, readable: typeof block.content === 'string' ? block.content : undefined, usage };
