@@ -106,6 +106,7 @@ describe('npm run build', () => {
       ['langchain', 'adapters/langchain/'],
       ['@langchain/core', 'adapters/langchain/'],
       ['ai', 'adapters/ai-sdk/'],
+      ['@openai/agents-core', '(adapters/|temporal/|openai-agents)'],
     ]);
     for (const [peer, under] of adapterPeers) {
       expect(packageJson.peerDependencies, peer).toHaveProperty(peer);
