@@ -213,7 +213,20 @@ async def test_the_session_protocol(client):
     # threshold); with force, the lineage's workflow compacts the head now.
     await session.run_compaction({"response_id": "resp-1", "force": False})
     assert (await client.lineage(sid))["generation"] == 0 and session.last_compaction is None
-    await session.add_items([user_item(f"Now step {i}: keep going with the parser work, please.") for i in range(6)])
+    # Five answered turns, each with a tool call and a JSON output worth summarising, then a
+    # sixth request: the unanswered request is carried verbatim, the answered ones are not.
+    turns: list[Any] = []
+    for i in range(6):
+        turns.append(user_item(f"Now step {i}: keep going with the parser work, please."))
+        if i == 5:
+            break
+        rows = [{"line": n, "token": f"tok_{i}_{n}", "kind": "identifier" if n % 3 else "keyword"} for n in range(12)]
+        turns += [
+            function_call("parse_file", {"path": f"src/step{i}.ts"}, call_id=f"call_s{i}", item_id=f"fc_s{i}"),
+            {"type": "function_call_output", "call_id": f"call_s{i}", "output": json.dumps({"ok": True, "tokens": rows})},
+            assistant_message(f"Step {i} parsed: 12 tokens, no errors.", item_id=f"msg_s{i}"),
+        ]
+    await session.add_items(turns)
     await session.run_compaction({"force": True})
     assert session.last_compaction["outcome"] == "compacted", session.last_compaction
     assert (await client.lineage(sid))["generation"] == 1 and session.session_id == sid
