@@ -142,6 +142,34 @@ describe.each(['openai-responses', 'openai-agents', 'anthropic'] as const)('the 
     expect(compactRequests()).toBe(before + 1);
     expect(stack().llm.requests).toHaveLength(0);
     expect(row.summariserPromptTokens).toBeGreaterThan(0);
+    // The row's costs are what the fake provider billed for its one compaction, read from the
+    // usage it sent (Anthropic: the compaction iteration only, not the top-level usage); masking,
+    // tried first, called no model.
+    const masking = { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, calls: 0 };
+    const bill = (provider === 'anthropic' ? claude : responses).compaction.billed.at(-1);
+    expect(bill).toBeDefined();
+    if (provider === 'openai') {
+      const usage = responses.compaction.billed.at(-1)!;
+      expect(row.costs).toEqual({
+        masking,
+        native: {
+          inputTokens: usage.input_tokens,
+          outputTokens: usage.output_tokens,
+          cacheReadTokens: usage.input_tokens_details.cached_tokens,
+          cacheWriteTokens: 0,
+          calls: 1,
+        },
+      });
+    } else {
+      const [step] = claude.compaction.billed.at(-1)!.iterations;
+      const tokens = {
+        inputTokens: step.input_tokens + step.cache_read_input_tokens + step.cache_creation_input_tokens,
+        outputTokens: step.output_tokens,
+        cacheReadTokens: step.cache_read_input_tokens,
+        cacheWriteTokens: step.cache_creation_input_tokens,
+      };
+      expect(row.costs).toEqual({ masking, native: { ...tokens, calls: 1, iterations: [{ type: 'compaction', ...tokens }] } });
+    }
 
     const head = (await stack().client.transcript(answer.sessionId)).messages;
     expect(head.some((m) => jsonEqual(m, latest))).toBe(true);

@@ -372,6 +372,10 @@ interface AnthropicCompaction {
   requests: StrictRequestRecord<AnthropicErrorBody>[];
   /** Every compaction block made: its encrypted content → the model that made it. */
   made: Map<string, string>;
+  /** The usage of every answer that compacted, as sent: what the provider billed. */
+  billed: Array<{
+    iterations: Array<{ type: string; input_tokens: number; output_tokens: number; cache_read_input_tokens: number; cache_creation_input_tokens: number }>;
+  }>;
 }
 
 export type StrictAnthropicProvider = StrictFakeProvider<AnthropicAgentReply, AnthropicErrorBody> & { compaction: AnthropicCompaction };
@@ -466,7 +470,7 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
     return { kind: 'tool_use', content };
   }
 
-  const compaction: AnthropicCompaction = { faults: [], hangMs: 60_000, requests: [], made: new Map() };
+  const compaction: AnthropicCompaction = { faults: [], hangMs: 60_000, requests: [], made: new Map(), billed: [] };
 
   /** The compact_20260112 edit of a request (with the beta header it needs), a refusal, or undefined when it has none. */
   function compactEdit(
@@ -554,6 +558,8 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
         cache_creation_input_tokens: 0,
         cache_creation: null,
       };
+      const usage = { ...USAGE, iterations: compacts ? [iteration] : null };
+      if (compacts && fault !== 'null-content') compaction.billed.push({ iterations: [iteration] });
       sendJson(res, 200, {
         id: `msg_${String(n).padStart(6, '0')}`,
         type: 'message',
@@ -566,7 +572,7 @@ export async function startStrictAnthropic(options: StrictFakeOptions = {}): Pro
         stop_sequence: null,
         context_management: null,
         // The compaction step's tokens are only in usage.iterations, not the top-level usage.
-        usage: { ...USAGE, iterations: compacts ? [iteration] : null },
+        usage,
       });
       return;
     }

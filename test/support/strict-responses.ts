@@ -352,6 +352,8 @@ interface ResponsesCompaction {
   requests: StrictRequestRecord<OpenAiErrorBody>[];
   /** Every compaction item made, by id: the model that made it. */
   made: Map<string, string>;
+  /** The usage of every compaction answered, as sent: what the provider billed. */
+  billed: Array<{ input_tokens: number; input_tokens_details: { cached_tokens: number }; output_tokens: number }>;
 }
 
 export type StrictResponsesProvider = StrictFakeProvider<ResponsesAgentReply, OpenAiErrorBody> & { compaction: ResponsesCompaction };
@@ -412,7 +414,7 @@ export async function startStrictResponses(options: StrictFakeOptions = {}): Pro
     return { kind: 'calls', output: [reasoning, ...calls] };
   }
 
-  const compaction: ResponsesCompaction = { faults: [], hangMs: 60_000, requests: [], made: new Map() };
+  const compaction: ResponsesCompaction = { faults: [], hangMs: 60_000, requests: [], made: new Map(), billed: [] };
   let compactCounter = 0;
 
   /**
@@ -454,19 +456,15 @@ export async function startStrictResponses(options: StrictFakeOptions = {}): Pro
       compaction.made.set(id, model);
     }
     const inputTokens = Math.ceil(chars / 4);
-    sendJson(res, 200, {
-      id: `resp_cmp_${n}`,
-      object: 'response.compaction',
-      created_at: Math.floor(Date.now() / 1000),
-      output,
-      usage: {
-        input_tokens: inputTokens,
-        input_tokens_details: { cached_tokens: 0 },
-        output_tokens: 200,
-        output_tokens_details: { reasoning_tokens: 0 },
-        total_tokens: inputTokens + 200,
-      },
-    });
+    const usage = {
+      input_tokens: inputTokens,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 200,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: inputTokens + 200,
+    };
+    compaction.billed.push(usage);
+    sendJson(res, 200, { id: `resp_cmp_${n}`, object: 'response.compaction', created_at: Math.floor(Date.now() / 1000), output, usage });
   }
 
   const server = await serveLocal(async (req, res) => {
