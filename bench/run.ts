@@ -23,9 +23,11 @@ import OpenAI from 'openai';
 import { Pool } from 'pg';
 import { createLlmSummariser } from '../src/activities/summariser';
 import { SessionsClient } from '../src/client';
+import { isTransientConnectionError } from '../src/client/rpc-errors';
 import type { ChatMessage } from '../src/compaction/messages';
 import { PROJECT_ROOT } from '../src/config';
 import { openDatabase, runMigrations } from '../src/db/database';
+import { causeChain } from '../src/errors';
 import { lineageWorkflowId } from '../src/workflows/contract';
 import { measureAgentsOnTemporal } from './temporal-agents';
 import { measureTokenCounting } from './token-counting';
@@ -35,7 +37,9 @@ import { FLOOR_TABLE_SQL, insertFloorRow } from './naive-activities';
 import { claudePeer, langGraphPeer, openaiAgentsPeer, oursPeer } from './peers';
 import { createOrderedFloorSessions, ORDERED_FLOOR_TABLES_SQL, orderedFloorAppend } from './ordered-append-floor';
 import { createReferenceDesign } from './reference-design';
+import { floorBParts, type CallTiming, type HistoryEvent, oursParts, PARTS } from './split';
 import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess } from './stack';
+import { type LlmTraceEntry, type SqlTraceEntry, traceSql, wallNow } from './trace';
 import { naiveAppendSignal, naiveCompactUpdate, noopUpdate, sameShapeUpdate } from './workflows';
 
 const quick = process.argv.includes('--quick');
@@ -238,6 +242,12 @@ const SECTIONS: Array<{ name: string; measures: string; shared: boolean; slow?: 
     shared: true,
     run: measureLatency,
   },
+  {
+    name: 'split',
+    measures: "ours against floor (b), per compaction, cut into its parts (history event times, the worker's SQL and LLM traces, the client's statements)",
+    shared: true,
+    run: measureSplit,
+  },
   { name: 'commit', measures: "the compaction commit's statements and time, from a SQL trace of the worker", shared: true, run: measureCommit },
   {
     name: 'contention',
@@ -379,6 +389,137 @@ async function measureLatency(b: Bench): Promise<void> {
   );
   const floorC = { perSecond: round(SIZES.appends / (insertMs / 1000)), ...summary(insertLat) };
   results.floorC_insertTransaction = floorC;
+}
+
+/**
+ * Issue 41 §3: ours and floor (b) interleaved again, with the worker's SQL and LLM traces on
+ * and the client's statements traced in this process, each compaction cut into its parts at
+ * the history's event times and the traces' (bench/split.ts). Per part: its p50 and its share
+ * of ours' p50, beside floor (b)'s same part. The traces cost a file append per statement.
+ */
+async function measureSplit(b: Bench): Promise<void> {
+  const { stack, temporal, sessions, results, newSession, startWorker, stopWorker } = b;
+  log(`split: ${SIZES.rounds} compactions and ${SIZES.rounds} same-shape Updates, interleaved, the worker's SQL and LLM traced`);
+  const sqlFile = path.join(stack.dir, 'sql-trace-split.jsonl');
+  const llmFile = path.join(stack.dir, 'llm-trace-split.jsonl');
+  await stopWorker();
+  await startWorker({ BENCH_SQL_TRACE_FILE: sqlFile, BENCH_LLM_TRACE_FILE: llmFile });
+  const ids = Array.from({ length: SIZES.rounds }, (_, i) => `bench-split-${i}`);
+  await inBatches(ids, 10, (id) => newSession(id, 40));
+  for (const id of ids) await sessions.operator.state(id); // workflows started and cached
+  const shape = temporal.workflow.getHandle('bench-same-shape');
+  await shape.executeUpdate(sameShapeUpdate, { args: [0] });
+  // The client's statements, traced in this process while a compaction runs (nothing else runs meanwhile).
+  let clientSql: SqlTraceEntry[] | undefined;
+  const untrace = traceSql((entry) => clientSql?.push(entry));
+  const ours: CallTiming[] = [];
+  const floor: CallTiming[] = [];
+  try {
+    for (let r = 0; r < SIZES.rounds; r++) {
+      const steps: Array<() => Promise<void>> = [
+        async () => {
+          clientSql = [];
+          const at = wallNow();
+          const [ms, result] = await timed(() => sessions.compactAnswer(ids[r]));
+          if (result.outcome !== 'compacted') throw new Error(`split: unexpected ${result.outcome}: ${result.reason}`);
+          ours.push({ at, ms, clientSql });
+          clientSql = undefined;
+        },
+        async () => {
+          const at = wallNow();
+          const [ms] = await timed(() => shape.executeUpdate(sameShapeUpdate, { args: [r + 1] }));
+          floor.push({ at, ms });
+        },
+      ];
+      for (let s = 0; s < steps.length; s++) await steps[(s + r) % steps.length]();
+    }
+  } finally {
+    untrace();
+  }
+  await stopWorker();
+  await startWorker();
+  const lines = <T>(file: string) =>
+    readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as T);
+  const worker = { sql: lines<SqlTraceEntry>(sqlFile), llm: lines<LlmTraceEntry>(llmFile) };
+  const eventsOf = async (workflowId: string) => ((await temporal.workflow.getHandle(workflowId).fetchHistory()).events ?? []) as HistoryEvent[];
+  const oursSplit = [];
+  for (const [i, call] of ours.entries()) {
+    const split = oursParts(await eventsOf(lineageWorkflowId(ids[i])), call, worker);
+    if (split) oursSplit.push(split);
+  }
+  const floorEvents = await eventsOf('bench-same-shape');
+  const floorSplit = floor.map((call) => floorBParts(floorEvents, call)).filter((p) => p !== undefined);
+  const oursTotal = summary(ours.map((c) => c.ms));
+  const floorTotal = summary(floor.map((c) => c.ms));
+  const p50Of = (values: number[]) => (values.length ? round(percentile(values, 50)) : null);
+  const share = (ms: number | null) => (ms === null ? null : round(ms / oursTotal.p50, 3));
+  /** The p50 over compactions of the sum of some parts (a sum of p50s is not a p50). */
+  const sumP50 = (splits: Array<Record<string, number>>, keys: string[]) => p50Of(splits.map((p) => keys.reduce((n, k) => n + (p[k] ?? 0), 0)));
+  const oursByOwner = (owner: string) => PARTS.filter((p) => p.owner === owner && p.key !== 'activity').map((p) => p.key);
+  const oursParts_ = oursSplit.map((s) => s.parts);
+  const activityKeys = ['activityStart', 'begin', 'snapshot', 'summariser', 'gates', 'commit', 'activityCompletion'];
+  results.split = {
+    rounds: SIZES.rounds,
+    matched: { ours: oursSplit.length, floorB: floorSplit.length },
+    ours: oursTotal,
+    floorB: floorTotal,
+    oursOverFloorB: { p50: round(oursTotal.p50 / floorTotal.p50), p99: round(oursTotal.p99 / floorTotal.p99) },
+    parts: PARTS.map((p) => {
+      const mine = p.key === 'activity' ? null : p50Of(oursParts_.map((s) => s[p.key]));
+      return {
+        key: p.key,
+        part: p.label,
+        owner: p.owner,
+        oursP50: mine,
+        oursP99:
+          p.key === 'activity'
+            ? null
+            : round(
+                percentile(
+                  oursParts_.map((s) => s[p.key]),
+                  99,
+                ),
+              ),
+        shareOfOursP50: share(mine),
+        floorBP50: p.floorB ? p50Of(floorSplit.map((s) => s[p.key])) : null,
+      };
+    }),
+    subtotals: {
+      updateAccepted: {
+        part: 'client to workflow accepted (Update to the server, dispatch, the workflow task)',
+        oursP50: sumP50(oursParts_, ['updateToServer', 'wftDispatch1', 'wft1']),
+        floorBP50: sumP50(floorSplit, ['updateToServer', 'wftDispatch1', 'wft1']),
+      },
+      activityInAll: {
+        part: 'the activity, started to completed (history)',
+        oursP50: sumP50(oursParts_, activityKeys),
+        floorBP50: sumP50(floorSplit, ['activity']),
+      },
+      ...Object.fromEntries(
+        (['ours', 'temporal', 'workflow task'] as const).map((owner) => [
+          `owner: ${owner}`,
+          {
+            part: `every part that is ${owner === 'ours' ? 'ours' : owner === 'temporal' ? "Temporal's" : 'a workflow task'}`,
+            oursP50: sumP50(oursParts_, oursByOwner(owner)),
+          },
+        ]),
+      ),
+      sumOfParts: {
+        part: "all parts (the caller's time, as a check)",
+        oursP50: sumP50(oursParts_, oursByOwner('ours').concat(oursByOwner('temporal'), oursByOwner('workflow task'))),
+      },
+    },
+    // openBench's default answer has no delay: the local LLM answers at once.
+    fakeLlmDelayMs: 0,
+    llmCallsPerCompaction: round(oursSplit.reduce((n, s) => n + s.llmCalls, 0) / Math.max(1, oursSplit.length)),
+    commitStatementsPerCompaction: round(oursSplit.reduce((n, s) => n + s.commitStatements, 0) / Math.max(1, oursSplit.length)),
+    otherWorkerStatementsPerCompaction: round(oursSplit.reduce((n, s) => n + s.otherStatements, 0) / Math.max(1, oursSplit.length)),
+    clientStatementsPerCompaction: round(ours.reduce((n, c) => n + (c.clientSql?.length ?? 0), 0) / Math.max(1, ours.length)),
+    loadAverage1m: round(os.loadavg()[0]),
+  };
 }
 
 /** The commit's own time, from a SQL trace of the worker. */
@@ -923,6 +1064,29 @@ async function measureAgents(b: Bench): Promise<void> {
   }
 }
 
+/** Tries a state query at most this many times while it times out (the memory section). */
+const STATE_QUERY_TRIES = 6;
+
+/**
+ * The state query, sent again while it times out: a worker loading thousands of lineages into
+ * its cache answers some queries after their deadline (issue 41 §4; the full run once failed
+ * there). Bounded: STATE_QUERY_TRIES tries, 1, 2, 4, 8, 16 s apart; any other error, or the
+ * last timeout, is thrown. Each retry is counted in `retries`.
+ */
+async function stateWithRetry(sessions: SessionsClient, id: string, retries: { count: number }): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await sessions.operator.state(id);
+      return;
+    } catch (error) {
+      const timedOut = isTransientConnectionError(error) || [...causeChain(error)].some((e) => /deadline|timed? ?out/i.test(String(e.message ?? '')));
+      if (!timedOut || attempt >= STATE_QUERY_TRIES) throw error;
+      retries.count++;
+      await new Promise((r) => setTimeout(r, 1000 * 2 ** (attempt - 1)));
+    }
+  }
+}
+
 async function measureMemory(b: Bench): Promise<void> {
   const { sessions, results, startWorker, stopWorker } = b;
   log(`memory: ${SIZES.idle} idle lineages, cache set to ${SIZES.idle}`);
@@ -942,10 +1106,12 @@ async function measureMemory(b: Bench): Promise<void> {
     await stopWorker();
     const w = await startWorker({ WORKER_MAX_CACHED_WORKFLOWS: String(count), BENCH_WORKER_OPTIONS: JSON.stringify({ reuseV8Context: reuse }) });
     const fresh = rssKiB(w.pid!);
-    const [loadMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.operator.state(id)))); // each replays into the cache
+    const retries = { count: 0 };
+    const [loadMs] = await timed(() => inBatches(some, 25, (id) => stateWithRetry(sessions, id, retries))); // each replays into the cache
     const loaded = rssKiB(w.pid!);
+    const loadRetries = retries.count;
     // Touch them all again: if any had been evicted, this would replay it (cache check).
-    const [touchMs] = await timed(() => inBatches(some, 25, async (id) => void (await sessions.operator.state(id))));
+    const [touchMs] = await timed(() => inBatches(some, 25, (id) => stateWithRetry(sessions, id, retries)));
     memory[label] = {
       lineages: count,
       cacheSize: count,
@@ -954,6 +1120,8 @@ async function measureMemory(b: Bench): Promise<void> {
       kibPerCachedLineage: round((loaded - fresh) / count, 1),
       loadSeconds: round(loadMs / 1000, 1),
       secondTouchSeconds: round(touchMs / 1000, 1),
+      // State queries that timed out and were sent again, while loading and at the second touch.
+      stateQueryRetries: { load: loadRetries, secondTouch: retries.count - loadRetries },
       within4GiB: rssKiB(w.pid!) < 4 * 1024 * 1024,
     };
   }
@@ -1082,6 +1250,23 @@ function renderTable(r: Record<string, any>): string {
   add('reference design: compaction (instant summariser), p50 / p99', ms(L.reference));
   add('ours / floor (b), p50 (target <= 1.3) / p99', `${L.oursOverFloorB.p50} / ${L.oursOverFloorB.p99}`);
   add('floor (c): single-row INSERT transaction, 10 writers: per s, p50 / p99', `${r.floorC_insertTransaction.perSecond}/s, ${ms(r.floorC_insertTransaction)}`);
+  if (r.split) {
+    const S = r.split;
+    add(
+      `split (${S.matched.ours} compactions, ${S.matched.floorB} same-shape Updates, traced; load ${S.loadAverage1m}): ours / floor (b), p50 / p99`,
+      `${ms(S.ours)} / ${ms(S.floorB)}; ${S.oursOverFloorB.p50} / ${S.oursOverFloorB.p99}`,
+    );
+    for (const p of S.parts)
+      add(
+        `split, ${p.part} (${p.owner}): ours p50 (share of ours' p50) / floor (b) p50`,
+        `${p.oursP50 ?? '-'} ms${p.shareOfOursP50 === null ? '' : ` (${round(p.shareOfOursP50 * 100, 1)}%)`} / ${p.floorBP50 ?? '-'} ms`,
+      );
+    for (const t of Object.values<any>(S.subtotals)) add(`split, ${t.part}: ours p50 / floor (b) p50`, `${t.oursP50} ms / ${t.floorBP50 ?? '-'} ms`);
+    add(
+      "split: the local LLM's own delay; LLM calls, commit statements, other worker statements, client statements per compaction",
+      `${S.fakeLlmDelayMs} ms; ${S.llmCallsPerCompaction}, ${S.commitStatementsPerCompaction}, ${S.otherWorkerStatementsPerCompaction}, ${S.clientStatementsPerCompaction}`,
+    );
+  }
   if (r.commit) {
     add('commit: statements (round trips) per compaction (target <= 2)', r.commit.commitStatementsPerCompaction);
     if (r.commit.ms) add('commit: own time p50 / p99', ms(r.commit.ms));
@@ -1217,7 +1402,7 @@ function renderTable(r: Record<string, any>): string {
       if (m)
         add(
           `memory, ${k === 'noReuseV8Context' ? 'reuseV8Context off' : 'reuseV8Context on (default)'}, ${m.lineages} idle lineages, cache ${m.cacheSize}: per lineage, worker RSS`,
-          `${m.kibPerCachedLineage} KiB, ${m.withIdleLineagesMiB} MiB`,
+          `${m.kibPerCachedLineage} KiB, ${m.withIdleLineagesMiB} MiB${m.stateQueryRetries ? ` (state queries sent again after a timeout: ${m.stateQueryRetries.load} loading, ${m.stateQueryRetries.secondTouch} touching again)` : ''}`,
         );
     }
   }
