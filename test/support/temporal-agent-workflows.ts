@@ -1,6 +1,6 @@
 /**
  * The workflows of test/stack/temporal-agents.test.ts (bundled by the test's own worker), one
- * agent written two ways:
+ * agent written two ways (and `killableAgent`, for test/stack/temporal-agent-kill.test.ts):
  * - `lineageAgent`: the shape of docs/agents-on-temporal.md, agentLoop over a lineage; the
  *   workflow carries the lineage id only, continues as new every `CALLS_PER_RUN` model calls;
  * - `plainAgent`: the way the Temporal contrib integrations do it (@temporalio/ai-sdk's
@@ -76,4 +76,28 @@ export async function plainAgent(): Promise<number> {
     }
   }
   return calls;
+}
+
+/**
+ * The agent of test/stack/temporal-agent-kill.test.ts: the user's requests said one after the
+ * other, each run to its answer. Its activities time out after 5 s, so an attempt on a worker
+ * that was killed is retried (on another worker) within seconds.
+ */
+export async function killableAgent(lineageId: string, requests: string[]): Promise<string[]> {
+  return answerEach(lineageId, requests, false);
+}
+
+/** killableAgent with the tool calls of a step run one after the other: other commands, which a replay of killableAgent's history must refuse. */
+export async function killableAgentSequential(lineageId: string, requests: string[]): Promise<string[]> {
+  return answerEach(lineageId, requests, true);
+}
+
+async function answerEach(lineageId: string, requests: string[], sequentialTools: boolean): Promise<string[]> {
+  const agent = agentLoop({ lineageId, sequentialTools, activities: { startToCloseTimeout: '5 seconds', retry } });
+  const answers: string[] = [];
+  for (const request of requests) {
+    await agent.say(request);
+    answers.push((await agent.run()).output ?? '');
+  }
+  return answers;
 }
