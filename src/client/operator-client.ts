@@ -51,7 +51,7 @@ export class OperatorClient {
 
   /** The workflow's state query, plus `progress` of the compaction in flight (from its heartbeats). */
   async state(sessionId: string): Promise<LineageStateWithProgress> {
-    const lineage = await store.lineageOf(this.core.database.db, checkSessionId(sessionId));
+    const lineage = await store.lineageState(this.core.database.db, checkSessionId(sessionId));
     const handle = this.core.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
     const [state, progress] = await Promise.all([handle.query(stateQuery), progressOfWorkflow(this.core.temporal, lineageWorkflowId(lineage.lineageId))]);
     return progress ? { ...state, progress } : state;
@@ -63,7 +63,7 @@ export class OperatorClient {
    * decoded with this client's data converter (so encrypted details decode too).
    */
   async progress(sessionId: string): Promise<CompactionProgress | undefined> {
-    const lineage = await store.lineageOf(this.core.database.db, checkSessionId(sessionId));
+    const lineage = await store.lineageState(this.core.database.db, checkSessionId(sessionId));
     return progressOfWorkflow(this.core.temporal, lineageWorkflowId(lineage.lineageId));
   }
 
@@ -114,7 +114,7 @@ export class OperatorClient {
 
   /** The workflow handle of a session's lineage, for operators and tests. */
   async workflowHandle(sessionId: string) {
-    const lineage = await store.lineageOf(this.core.database.db, checkSessionId(sessionId));
+    const lineage = await store.lineageState(this.core.database.db, checkSessionId(sessionId));
     return this.core.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
   }
 

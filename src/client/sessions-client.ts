@@ -15,7 +15,6 @@ import { checkText, codePointLength } from '../compaction/text';
 import { isJsonObject } from '../compaction/json';
 import type { Config } from '../config';
 import { type DatabaseHandle, readWithRetry } from '../db/database';
-import { rowToMessage } from '../db/schema';
 import * as store from '../db/session-store';
 import { LineagePoller } from './answer-poller';
 import {
@@ -335,7 +334,7 @@ export class SessionsClient {
       return { ...appended, compactionRequestId: requestId };
     } catch (error) {
       // The messages are stored: an error here must not make the caller append them again.
-      const lineage = await store.lineageOf(this.database.db, appended.sessionId).catch(() => undefined);
+      const lineage = await store.lineageState(this.database.db, appended.sessionId).catch(() => undefined);
       if (lineage) await store.releaseAutoCompaction(this.database.db, lineage.lineageId, requestId).catch(() => undefined);
       return { ...appended, compactionRequestError: `could not request the compaction: ${(error as Error).message}` };
     }
@@ -382,7 +381,7 @@ export class SessionsClient {
   private async lineageFormat(sessionId: string): Promise<{ counter: TokenCounter; dialect: Dialect; lineageId: string }> {
     const known = this.formats.get(sessionId);
     if (known) return known;
-    const lineage = await readWithRetry(() => store.lineageOf(this.database.db, sessionId));
+    const lineage = await readWithRetry(() => store.lineageState(this.database.db, sessionId));
     this.hold(lineage.lineageId, lineage.incarnation);
     const dialect = dialectOf(lineage.dialect);
     const format = { counter: tokenCounterFor(lineage.model, dialect), dialect, lineageId: lineage.lineageId };
@@ -402,8 +401,8 @@ export class SessionsClient {
     const result = await this.compactAnswer(sessionId, options);
     // The compaction is done whatever happens now; a database restart must not turn its
     // answer into an error, so the read of the new head is retried.
-    const rows = await readWithRetry(() => store.sessionMessages(this.database.db, result.sessionId));
-    return { ...result, messages: rows.map(rowToMessage) };
+    const messages = await readWithRetry(() => store.sessionMessageBodies(this.database.db, result.sessionId));
+    return { ...result, messages };
   }
 
   /**
@@ -414,7 +413,7 @@ export class SessionsClient {
     const { timeoutMs, signal, ...fields } = options;
     const request = checkRequestText(checkCompactRequest({ sessionId, ...fields, requestId: fields.requestId ?? randomUUID() }));
     const deadline = this.callDeadline(timeoutMs);
-    const lineage = await readWithRetry(() => store.lineageOf(this.database.db, request.sessionId));
+    const lineage = await readWithRetry(() => store.lineageState(this.database.db, request.sessionId));
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
     this.checkHeld(lineage, request.sessionId);
     // Only a caller's own request id can have been answered before; a fresh one cannot.
@@ -451,7 +450,7 @@ export class SessionsClient {
         }
         if (!isRunEndedError(error) || Date.now() >= wait.deadline) throw typedErrorFrom(error, lineage.lineageId);
         // Closed meanwhile? Then the run ended for good: say so instead of starting runs.
-        const now = await readWithRetry(() => store.lineageOf(this.database.db, lineage.lineageId));
+        const now = await readWithRetry(() => store.lineageState(this.database.db, lineage.lineageId));
         if (now.closed) throw new LineageClosedError(lineage.lineageId);
         this.stats.resentAfterRunEnded++;
         await sleep(runEndedResendDelay(resends));
@@ -529,7 +528,7 @@ export class SessionsClient {
   ): Promise<string> {
     const requestId = options.requestId ?? randomUUID();
     const request = checkRequestText(checkCompactRequest({ sessionId, ...options, requestId }));
-    const lineage = await store.lineageOf(this.database.db, request.sessionId);
+    const lineage = await store.lineageState(this.database.db, request.sessionId);
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
     this.checkHeld(lineage, request.sessionId);
     // A request id answered by a run that is gone is answered from Postgres, never run again
@@ -550,7 +549,7 @@ export class SessionsClient {
    */
   async closeSession(sessionId: string, options: WaitOptions = {}): Promise<void> {
     const deadline = this.callDeadline(options.timeoutMs);
-    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
+    const lineage = await store.lineageState(this.database.db, checkSessionId(sessionId));
     if (lineage.closed) return;
     const handle = this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId));
     await withDeadline(this.temporal.connection, deadline, options.signal, undefined, async () => {
@@ -571,8 +570,8 @@ export class SessionsClient {
   async deleteLineage(sessionId: string, options: WaitOptions = {}): Promise<store.ErasedRows & { workflowRuns: number }> {
     checkSessionId(sessionId);
     const deadline = this.callDeadline(options.timeoutMs);
-    const lineage = await readWithRetry(() => store.lineageOf(this.database.db, sessionId));
-    await store.closeLineage(this.database.db, lineage.lineageId);
+    const lineage = await readWithRetry(() => store.lineageState(this.database.db, sessionId));
+    await store.closeLineageOf(this.database.db, lineage.lineageId);
     const workflowRuns = await withDeadline(this.temporal.connection, deadline, options.signal, undefined, () =>
       deleteWorkflowRuns(this.temporal, this.config.temporal.namespace, lineageWorkflowId(lineage.lineageId)),
     );
@@ -591,12 +590,12 @@ export class SessionsClient {
    */
   async waitForResult(sessionId: string, requestId: string, options: WaitOptions = {}): Promise<CompactResult> {
     const deadline = this.callDeadline(options.timeoutMs);
-    const lineage = await readWithRetry(() => store.lineageOf(this.database.db, checkSessionId(sessionId)));
+    const lineage = await readWithRetry(() => store.lineageState(this.database.db, checkSessionId(sessionId)));
     return this.awaitAnswer(lineage.lineageId, requestId, deadline, options.signal);
   }
 
   async result(sessionId: string, requestId: string): Promise<CompactResult | null> {
-    const lineage = await store.lineageOf(this.database.db, checkSessionId(sessionId));
+    const lineage = await store.lineageState(this.database.db, checkSessionId(sessionId));
     return this.temporal.workflow.getHandle(lineageWorkflowId(lineage.lineageId)).query(requestResultQuery, requestId);
   }
 

@@ -103,15 +103,10 @@ export async function appendMessages(
  * The batch stored under `appendKey` in the lineage of `sessionId` (any of its session ids),
  * its messages in order exactly as appended, wherever they are now (the head, a session a
  * compaction ended, archived), copies a compaction made left out; null when the key stored
- * nothing. Read only: how a retried step learns what its first attempt stored.
+ * nothing. Read only (SQL `session_appended_under`): how a retried step learns what its first attempt stored.
  */
 export async function messagesUnderAppendKey(db: Executor, sessionId: string, appendKey: string): Promise<Message[] | null> {
-  const { rows } = await db.execute(sql`
-    select m.body from messages m join sessions s on s.id = m.session_id
-    where s.lineage_id = (select lineage_id from sessions where id = ${sessionId})
-      and m.append_key = ${appendKey} and m.written_by_compaction is null
-    order by m.lineage_seq`);
-  return rows.length === 0 ? null : rows.map((r) => (r as { body: Message }).body);
+  return callFunction<Message[] | null>(db, sql`select session_appended_under(${sessionId}, ${appendKey}) as result`);
 }
 
 /** What session_replace_tail answers: the messages taken back, and the append that followed them, if any. */
@@ -160,6 +155,26 @@ export async function replaceTail(db: Executor, sessionId: string, change: Repla
  */
 export async function releaseAutoCompaction(db: Database, lineageId: string, requestId: string): Promise<void> {
   await callFunction(db, sql`select session_release_auto_compaction(${lineageId}, ${requestId}) as result`);
+}
+
+/**
+ * The lineage of any session id, with its current head (SQL `session_lineage_state`):
+ * SessionNotFoundError for an unknown id. What a client reads; the worker reads the row itself
+ * (lineageOf, src/db/lineage-state.ts).
+ */
+export async function lineageState(db: Executor, sessionId: string): Promise<LineageInfo> {
+  const { rungs: _rungs, ...lineage } = await callFunction<LineageInfo>(db, sql`select session_lineage_state(${sessionId}) as result`);
+  return lineage;
+}
+
+/** The live messages of exactly this session, in order, as appended (SQL `session_messages`); [] for an unknown id. */
+export async function sessionMessageBodies(db: Executor, sessionId: string): Promise<Message[]> {
+  return callFunction<Message[]>(db, sql`select session_messages(${sessionId}) as result`);
+}
+
+/** Marks the lineage of any of its session ids closed (SQL `session_close`): it takes no more appends or compactions. Idempotent. */
+export async function closeLineageOf(db: Executor, sessionId: string): Promise<void> {
+  await callFunction(db, sql`select session_close(${sessionId}) as result`);
 }
 
 /** A head's messages exactly as appended, in its dialect, with their positions in the head. */

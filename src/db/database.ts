@@ -94,6 +94,8 @@ async function applyFunctionSources(client: PoolClient): Promise<void> {
       }
     }
     for (const retired of RETIRED_FUNCTIONS) await client.query(`DROP FUNCTION IF EXISTS ${retired}`);
+    // The roles' privileges (docs/security.md, "Roles"): the functions just applied included.
+    await client.query('SELECT sc_apply_grants()');
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK');

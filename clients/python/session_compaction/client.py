@@ -623,12 +623,8 @@ class SessionsClient:
         check_session_id(session_id)
         lineage = await self.lineage(session_id)
         lineage_id: str = lineage["lineageId"]
-        # No data-plane function closes a lineage (the workflow does, via the store): the one
-        # statement the TypeScript store runs (closeLineage).
-        await self._call(
-            "with closed as (update lineages set closed_at = now() where id = %s and closed_at is null returning 1) select count(*) from closed",
-            (lineage_id,),
-        )
+        # Closed first (SQL session_close, as the TypeScript client), so a request racing the erase is refused.
+        await self._call("select session_close(%s)", (lineage_id,))
         try:
             workflow_runs = await asyncio.wait_for(delete_workflow_runs(self.temporal, self.config.namespace, lineage_workflow_id(lineage_id)), timeout)
         except asyncio.TimeoutError:

@@ -22,7 +22,7 @@
 DROP FUNCTION IF EXISTS session_append(text, jsonb, text, integer[], bigint);
 CREATE OR REPLACE FUNCTION session_append(p_session_id text, p_messages jsonb, p_append_key text DEFAULT NULL, p_token_counts bigint[] DEFAULT NULL,
                                p_resend_after_ms bigint DEFAULT 300000, p_incarnation text DEFAULT NULL)
-RETURNS jsonb LANGUAGE plpgsql AS $$
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   g lineages;
   n integer;

@@ -20,7 +20,7 @@
 -- database is not known, does (it is counted as one of ours). The price: an event waits for
 -- any older transaction of this database still open (appends and commits take milliseconds).
 CREATE OR REPLACE FUNCTION session_compaction_events(p_session_id text, p_after text, p_limit integer)
-RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   v_lineage text;
   v_dialect text;

@@ -8,7 +8,7 @@
 CREATE OR REPLACE FUNCTION session_create(p_session_id text, p_source text DEFAULT NULL, p_mode text DEFAULT 'rotate', p_compact_at_tokens integer DEFAULT NULL,
                                p_model text DEFAULT NULL, p_context_window integer DEFAULT NULL, p_dialect text DEFAULT 'openai-chat',
                                p_rungs text[] DEFAULT NULL)
-RETURNS jsonb LANGUAGE plpgsql AS $$
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   v_mode text := coalesce(p_mode, 'rotate');
   v_dialect text := coalesce(p_dialect, 'openai-chat');

@@ -6,7 +6,7 @@
 -- call. Answers {lineageId, messages, sessions, compactions, appendKeys} (rows deleted).
 DROP FUNCTION IF EXISTS session_erase(text);
 CREATE OR REPLACE FUNCTION session_erase(p_session_id text, p_close boolean DEFAULT false) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   g lineages;
   n_messages integer;

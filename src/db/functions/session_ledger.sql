@@ -1,7 +1,7 @@
 -- The ledger of a session's lineage head (what its latest compaction carries), or null before
 -- the first compaction that wrote one. Any session id of the lineage (or the lineage id) will do.
 CREATE OR REPLACE FUNCTION session_ledger(p_session_id text)
-RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   g lineages;
 BEGIN

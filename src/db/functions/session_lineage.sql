@@ -1,6 +1,6 @@
 -- The lineage of any session id: its state, and its sessions root first with live message counts.
 CREATE OR REPLACE FUNCTION session_lineage(p_session_id text)
-RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   g lineages;
 BEGIN

@@ -4,7 +4,7 @@
 -- answer names the head it committed; any other outcome changed nothing, so its answer names
 -- the head Postgres holds now.
 CREATE OR REPLACE FUNCTION session_recorded_answer(p_lineage_id text, p_request_id text)
-RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   c compactions;
   g lineages;

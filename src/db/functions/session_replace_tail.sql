@@ -12,7 +12,7 @@
 DROP FUNCTION IF EXISTS session_replace_tail(text, integer, jsonb, jsonb, text, integer[]);
 CREATE OR REPLACE FUNCTION session_replace_tail(p_session_id text, p_count integer DEFAULT 1, p_expected jsonb DEFAULT NULL, p_replacement jsonb DEFAULT '[]',
                                      p_key text DEFAULT NULL, p_token_counts bigint[] DEFAULT NULL, p_incarnation text DEFAULT NULL)
-RETURNS jsonb LANGUAGE plpgsql AS $$
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   g lineages;
   n integer;

@@ -4,7 +4,7 @@
 -- p_include_archived, the rows an in-place compaction replaced, under "archived" as
 -- [{seq, archivedAt, message}].
 CREATE OR REPLACE FUNCTION session_transcript(p_session_id text, p_include_archived boolean DEFAULT false)
-RETURNS jsonb LANGUAGE plpgsql STABLE AS $$
+RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   g lineages;
 BEGIN

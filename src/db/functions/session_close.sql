@@ -1,0 +1,18 @@
+-- Marks the lineage of p_session_id (any of its session ids) closed: it takes no more appends,
+-- creates or compactions. Idempotent. The lineage's workflow closes it when it finishes its
+-- queue (the close signal); a client erasing a lineage closes it first, so that a request
+-- racing the erase is refused. Answers {lineageId, closed: true, changed}: changed is false when
+-- it was closed already.
+CREATE OR REPLACE FUNCTION session_close(p_session_id text)
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
+DECLARE
+  v_lineage_id text;
+BEGIN
+  SELECT s.lineage_id INTO v_lineage_id FROM sessions s WHERE s.id = p_session_id;
+  IF NOT FOUND THEN
+    PERFORM sc_not_found(p_session_id);
+  END IF;
+  UPDATE lineages SET closed_at = now() WHERE id = v_lineage_id AND closed_at IS NULL;
+  RETURN jsonb_build_object('lineageId', v_lineage_id, 'closed', true, 'changed', FOUND);
+END
+$$;

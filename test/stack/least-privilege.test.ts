@@ -1,0 +1,277 @@
+/**
+ * Least privilege (issue 40 §1 and §5; docs/security.md, "Roles"), on the real stack. The roles
+ * of src/db/migrations/0025_roles.sql, with the privileges sc_apply_grants() gives them on the
+ * migrated database; the test logs in as login roles of its own, members of one role each:
+ *
+ * - as sc_app: SELECT, INSERT, UPDATE, DELETE and TRUNCATE on every table of the schema, and
+ *   nextval on every sequence, are refused with 42501 (insufficient_privilege); so is calling a
+ *   function that is not the data plane's (the worker's commit, retention, the helpers);
+ * - as sc_app, the SessionsClient's agent path works through the data-plane functions alone:
+ *   create, a keyed append of a turn with parallel tool calls and JSON outputs, the batch read
+ *   back by its key, the head, a forced compaction through the worker (the worker runs as the
+ *   stack's own role), the compacted head, close, an append refused once closed, and erase;
+ * - as sc_reader: every write is refused with 42501 (tables and the writing functions), while
+ *   the reads it is for answer;
+ * - a login role in no group calls no function at all (EXECUTE is revoked from PUBLIC);
+ * - the data-plane functions run as their owner with `search_path` pinned to
+ *   `pg_catalog, public, pg_temp`: a temporary table the caller creates cannot stand in for a
+ *   table of the schema (Postgres searches pg_temp first for tables unless it is named last).
+ */
+import { randomUUID } from 'node:crypto';
+import { Pool } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SessionsClient } from '../../src/client';
+import { openDatabase, type DatabaseHandle } from '../../src/db/database';
+import { LineageClosedError } from '../../src/errors';
+import { uniqueId, useTestStack } from '../support/stack';
+
+const stack = useTestStack();
+
+interface Login {
+  name: string;
+  url: string;
+  pool: Pool;
+}
+
+const logins: Login[] = [];
+
+/** A login role of this test (roles are the cluster's: a unique name, dropped afterwards), a member of `group` when given. */
+async function createLogin(group: 'sc_app' | 'sc_reader' | null): Promise<Login> {
+  const name = `sc_test_${group ?? 'nobody'}_${randomUUID().slice(0, 8)}`;
+  const password = randomUUID();
+  await stack().db.pool.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'${group ? ` IN ROLE ${group}` : ''}`);
+  const url = new URL(stack().env.DATABASE_URL);
+  url.username = name;
+  url.password = password;
+  const login = { name, url: url.toString(), pool: new Pool({ connectionString: url.toString(), max: 2 }) };
+  logins.push(login);
+  return login;
+}
+
+/** The SQLSTATE a statement fails with, or 'ok' when it succeeds. */
+async function outcomeOf(pool: Pool, text: string, values: unknown[] = []): Promise<string> {
+  try {
+    await pool.query(text, values);
+    return 'ok';
+  } catch (error) {
+    return String((error as { code?: unknown }).code);
+  }
+}
+
+/** The schema's tables, each with one of its columns, read as the stack's own role. */
+async function tables(): Promise<Array<{ table: string; column: string }>> {
+  const { rows } = await stack().db.pool.query<{ table: string; column: string }>(
+    `select c.relname as table, (select a.attname from pg_attribute a where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped order by a.attnum limit 1) as column
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'public' and c.relkind in ('r', 'p') order by 1`,
+  );
+  return rows;
+}
+
+/** Every write to every table, by statement, with the SQLSTATE it got. */
+async function tableWrites(pool: Pool): Promise<Record<string, string>> {
+  const outcomes: Record<string, string> = {};
+  for (const { table, column } of await tables()) {
+    outcomes[`INSERT ${table}`] = await outcomeOf(pool, `INSERT INTO ${table} DEFAULT VALUES`);
+    outcomes[`UPDATE ${table}`] = await outcomeOf(pool, `UPDATE ${table} SET ${column} = DEFAULT WHERE false`);
+    outcomes[`DELETE ${table}`] = await outcomeOf(pool, `DELETE FROM ${table} WHERE false`);
+    outcomes[`TRUNCATE ${table}`] = await outcomeOf(pool, `TRUNCATE ${table}`);
+  }
+  return outcomes;
+}
+
+const refusedAll = (outcomes: Record<string, string>) => Object.fromEntries(Object.keys(outcomes).map((key) => [key, '42501']));
+
+/** A turn of a coding agent: two parallel tool calls with JSON outputs. */
+function agentTurn(i: number) {
+  return [
+    { role: 'user', content: `Turn ${i}: find why the nightly export of invoices fails for tenant acme-${i} and fix it.` },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: `call_${i}_a`, type: 'function', function: { name: 'read_file', arguments: JSON.stringify({ path: `src/export/invoices-${i}.ts` }) } },
+        {
+          id: `call_${i}_b`,
+          type: 'function',
+          function: { name: 'run_query', arguments: JSON.stringify({ sql: 'select status, count(*) from exports group by 1' }) },
+        },
+      ],
+    },
+    {
+      role: 'tool',
+      tool_call_id: `call_${i}_a`,
+      content: JSON.stringify({ path: `src/export/invoices-${i}.ts`, lines: 212, excerpt: 'const batch = rows.slice(0, limit);'.repeat(3) }),
+    },
+    {
+      role: 'tool',
+      tool_call_id: `call_${i}_b`,
+      content: JSON.stringify({
+        rows: [
+          { status: 'failed', count: 3 + i },
+          { status: 'done', count: 481 },
+        ],
+      }),
+    },
+    { role: 'assistant', content: `The batch limit drops the last page for acme-${i}; fixed in src/export/invoices-${i}.ts and a test added.` },
+  ];
+}
+
+let app: Login;
+let reader: Login;
+let nobody: Login;
+let appDatabase: DatabaseHandle;
+let appClient: SessionsClient;
+
+beforeAll(async () => {
+  app = await createLogin('sc_app');
+  reader = await createLogin('sc_reader');
+  nobody = await createLogin(null);
+  appDatabase = openDatabase(app.url, { max: 4 });
+  appClient = await SessionsClient.connect({ config: stack().config, database: appDatabase });
+});
+
+afterAll(async () => {
+  await appClient?.close();
+  await appDatabase?.close();
+  for (const login of logins) {
+    await login.pool.end();
+    await stack().db.pool.query(`DROP ROLE IF EXISTS ${login.name}`);
+  }
+});
+
+describe('the application role (sc_app)', () => {
+  it('is refused SELECT, INSERT, UPDATE, DELETE and TRUNCATE on every table, and every sequence', async () => {
+    const schemaTables = await tables();
+    expect(schemaTables.map((t) => t.table)).toEqual(expect.arrayContaining(['lineages', 'sessions', 'messages', 'compactions', 'compaction_events']));
+    const reads: Record<string, string> = {};
+    for (const { table } of schemaTables) reads[`SELECT ${table}`] = await outcomeOf(app.pool, `SELECT * FROM ${table} LIMIT 1`);
+    expect(reads).toEqual(refusedAll(reads));
+    const writes = await tableWrites(app.pool);
+    expect(writes).toEqual(refusedAll(writes));
+    const { rows: sequences } = await stack().db.pool.query<{ name: string }>(
+      `select c.oid::regclass::text as name from pg_class c join pg_namespace n on n.oid = c.relnamespace where n.nspname = 'public' and c.relkind = 'S'`,
+    );
+    expect(sequences.length).toBeGreaterThan(0);
+    const nextvals: Record<string, string> = {};
+    for (const { name } of sequences) nextvals[`nextval ${name}`] = await outcomeOf(app.pool, `SELECT nextval('${name}')`);
+    expect(nextvals).toEqual(refusedAll(nextvals));
+  });
+
+  it('calls no function but the data plane’s', async () => {
+    const calls = {
+      commit: await outcomeOf(app.pool, `SELECT sc_compaction_commit('{}'::jsonb)`),
+      begin: await outcomeOf(app.pool, `SELECT sc_compaction_begin('{}'::jsonb)`),
+      retention: await outcomeOf(app.pool, `SELECT retention_prune('{}'::jsonb, 1, false)`),
+      raise: await outcomeOf(app.pool, `SELECT sc_raise('SessionNotFoundError', 'x', '{}'::jsonb)`),
+      grants: await outcomeOf(app.pool, `SELECT sc_apply_grants()`),
+    };
+    expect(calls).toEqual({ commit: '42501', begin: '42501', retention: '42501', raise: '42501', grants: '42501' });
+    // Every function it may call is a session_* function of the data plane.
+    const { rows } = await stack().db.pool.query<{ name: string }>(
+      `select distinct p.proname as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+        where n.nspname = 'public' and has_function_privilege($1, p.oid, 'EXECUTE') order by 1`,
+      [app.name],
+    );
+    expect(rows.map((r) => r.name)).toEqual([
+      'session_append',
+      'session_appended_under',
+      'session_close',
+      'session_compaction_events',
+      'session_create',
+      'session_erase',
+      'session_ledger',
+      'session_lineage',
+      'session_lineage_state',
+      'session_messages',
+      'session_recorded_answer',
+      'session_release_auto_compaction',
+      'session_replace_tail',
+      'session_transcript',
+    ]);
+  });
+
+  it('runs the agent path through the data plane: create, append, read, a forced compaction by the worker, close, erase', async () => {
+    const id = uniqueId('least-privilege');
+    await appClient.createSession({ sessionId: id, source: 'service-a' });
+    const turns = [...agentTurn(1), ...agentTurn(2), ...agentTurn(3), ...agentTurn(4)];
+    await appClient.append(id, [{ role: 'system', content: 'You are a careful coding agent.' }, ...turns.slice(0, 10)], { appendKey: 'turn-1-2' });
+    await appClient.append(id, turns.slice(10), { appendKey: 'turn-3-4' });
+    expect(await appClient.appendedUnder(id, 'turn-3-4')).toEqual(turns.slice(10));
+    expect((await appClient.transcript(id)).messages).toHaveLength(21);
+
+    const compacted = await appClient.compact(id, { force: true });
+    expect(compacted).toMatchObject({ outcome: 'compacted', generation: 1 });
+    const head = await appClient.transcript(id);
+    expect(head.sessionId).toBe(compacted.sessionId);
+    expect(compacted.messages).toEqual(head.messages);
+    expect(head.messages.length).toBeLessThan(21);
+    expect((await appClient.lineage(id)).sessions.map((s) => s.sessionId)).toEqual([id, compacted.sessionId]);
+
+    await appClient.closeSession(id);
+    await expect(appClient.append(id, agentTurn(5))).rejects.toBeInstanceOf(LineageClosedError);
+    // The workflow (the worker's role) closed it; erasing it is the application's.
+    expect(await appClient.deleteLineage(id)).toMatchObject({ lineageId: id, sessions: 2 });
+    expect(await outcomeOf(stack().db.pool, 'SELECT 1 FROM lineages WHERE id = $1', [id])).toBe('ok');
+    expect((await stack().db.pool.query('SELECT 1 FROM lineages WHERE id = $1', [id])).rowCount).toBe(0);
+  });
+
+  it('reads the schema’s tables, never a temporary table of its own, inside the functions (search_path pinned, pg_temp last)', async () => {
+    const id = uniqueId('least-privilege-temp');
+    await appClient.createSession({ sessionId: id });
+    await appClient.append(id, agentTurn(1));
+    const client = await app.pool.connect();
+    try {
+      // An empty `sessions` of the caller's own: a function that searched pg_temp first would find no session.
+      await client.query('CREATE TEMPORARY TABLE sessions (id text, lineage_id text)');
+      await client.query('GRANT ALL ON pg_temp.sessions TO PUBLIC');
+      const { rows } = await client.query<{ result: { messages: unknown[] } }>('SELECT session_transcript($1) AS result', [id]);
+      expect(rows[0].result.messages).toEqual(agentTurn(1));
+    } finally {
+      await client.query('DISCARD TEMP');
+      client.release();
+    }
+  });
+});
+
+describe('the reader role (sc_reader)', () => {
+  it('writes nothing: every table write and every writing function is refused', async () => {
+    const writes = await tableWrites(reader.pool);
+    expect(writes).toEqual(refusedAll(writes));
+    const id = uniqueId('least-privilege-read');
+    await appClient.createSession({ sessionId: id });
+    await appClient.append(id, agentTurn(1));
+    const calls = {
+      create: await outcomeOf(reader.pool, `SELECT session_create($1)`, [uniqueId('reader-create')]),
+      append: await outcomeOf(reader.pool, `SELECT session_append($1, $2::jsonb)`, [id, JSON.stringify(agentTurn(2))]),
+      replaceTail: await outcomeOf(reader.pool, `SELECT session_replace_tail($1, 1, NULL, '[]'::jsonb, NULL, NULL, NULL)`, [id]),
+      close: await outcomeOf(reader.pool, `SELECT session_close($1)`, [id]),
+      erase: await outcomeOf(reader.pool, `SELECT session_erase($1, true)`, [id]),
+      release: await outcomeOf(reader.pool, `SELECT session_release_auto_compaction($1, 'r')`, [id]),
+      retention: await outcomeOf(reader.pool, `SELECT retention_prune('{}'::jsonb, 1, false)`),
+    };
+    expect(calls).toEqual({
+      create: '42501',
+      append: '42501',
+      replaceTail: '42501',
+      close: '42501',
+      erase: '42501',
+      release: '42501',
+      retention: '42501',
+    });
+    // Nothing changed, and what it is for it does: the head and the tables, read.
+    const { rows } = await reader.pool.query<{ result: { messages: unknown[] } }>('SELECT session_transcript($1) AS result', [id]);
+    expect(rows[0].result.messages).toEqual(agentTurn(1));
+    expect((await reader.pool.query('SELECT id, closed_at FROM lineages WHERE id = $1', [id])).rows).toEqual([{ id, closed_at: null }]);
+  });
+});
+
+describe('a login role in no group', () => {
+  it('calls no function: EXECUTE is revoked from PUBLIC', async () => {
+    const id = uniqueId('least-privilege-public');
+    expect({
+      create: await outcomeOf(nobody.pool, `SELECT session_create($1)`, [id]),
+      transcript: await outcomeOf(nobody.pool, `SELECT session_transcript($1)`, [id]),
+      select: await outcomeOf(nobody.pool, `SELECT * FROM messages LIMIT 1`),
+    }).toEqual({ create: '42501', transcript: '42501', select: '42501' });
+  });
+});
