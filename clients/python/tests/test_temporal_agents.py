@@ -15,6 +15,7 @@ task queue, the workflow in the sandbox):
 - a model activity and a tool activity fail after their append on their first attempt (the
   faults land); the retries answer from what their key stored (the model is not called again,
   the tool not run again) and nothing is stored twice (the ledger by append key, and the audit).
+- every run's history replays with the workflow as it is, and the replays store nothing.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ from typing import Any
 
 from openai import AsyncOpenAI
 from temporalio import activity
-from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from session_compaction import SessionsClient
@@ -143,13 +143,13 @@ def payload_bytes(payloads: Any) -> int:
     return sum(p.ByteSize() for p in payloads.payloads)
 
 
-async def run_histories(temporal: Client, workflow_id: str, first_run_id: str) -> list[tuple[str, list[HistoryEvent]]]:
-    """Every run of the workflow, in order, with its history's events."""
-    runs: list[tuple[str, list[HistoryEvent]]] = []
+async def run_histories(temporal: Client, workflow_id: str, first_run_id: str) -> list[tuple[str, WorkflowHistory]]:
+    """Every run of the workflow, in order, with its history."""
+    runs: list[tuple[str, WorkflowHistory]] = []
     run_id: str | None = first_run_id
     while run_id:
         history = await temporal.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
-        runs.append((run_id, list(history.events)))
+        runs.append((run_id, history))
         last = history.events[-1]
         run_id = (
             last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
@@ -169,13 +169,13 @@ class ModelCallEvents:
     history_after: int = 0
 
 
-def model_call_events(runs: list[tuple[str, list[HistoryEvent]]]) -> tuple[list[ModelCallEvents], int]:
+def model_call_events(runs: list[tuple[str, WorkflowHistory]]) -> tuple[list[ModelCallEvents], int]:
     """The model activities of every run, with what they carried in and out, and the history's total bytes."""
     calls: list[ModelCallEvents] = []
     total = 0
-    for run_id, events in runs:
+    for run_id, history in runs:
         scheduled: dict[int, ModelCallEvents] = {}
-        for event in events:
+        for event in history.events:
             total += event.ByteSize()
             if event.HasField("activity_task_scheduled_event_attributes"):
                 a = event.activity_task_scheduled_event_attributes
@@ -264,6 +264,13 @@ async def test_temporal_agent_keeps_its_conversation_in_the_lineage(client: Sess
     for (run_id, _), head in zip(runs[1:], ledger.heads_before_continue_as_new):
         first = next(h for r, _, h in ledger.model_calls if r == run_id)
         assert json_equal(first, head), f"run {run_id} started from another head than the one the last run left"
+
+    # ---- every run's history replays (the workflow is deterministic) and a replay stores nothing
+    replayer = Replayer(workflows=[LineageAgent], workflow_runner=runner)
+    for _, history in runs:
+        await replayer.replay_workflow(history)
+    count = await (await db.execute("select count(*) from messages m join sessions s on s.id = m.session_id where s.lineage_id = %s", (lineage_id,))).fetchone()
+    assert count is not None and count[0] == len(rows)
 
     # ---- history: the lineage id in, at most the model's output out; linear in the calls --
     events, total = model_call_events(runs)
