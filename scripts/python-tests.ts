@@ -2,8 +2,10 @@
  * Runs the Python client's tests (clients/python/tests, pytest from the project's .venv)
  * against the same real stack as `npm test`: embedded PostgreSQL (migrated), the Temporal dev
  * server, the local OpenAI-compatible server (summaries take 300 ms, so appends land during
- * compactions) and a worker, after writing the Python client's BPE rank files
- * (scripts/python-token-ranks.ts). Exits with pytest's exit code; counts go to
+ * compactions), the strict fake of the OpenAI Responses API (a scripted agent's tool calls, at
+ * STRICT_RESPONSES_URL; a run where it refused any request fails) and a worker, after writing
+ * the Python client's BPE rank files (scripts/python-token-ranks.ts). Exits with pytest's exit
+ * code (1 when pytest passed but the strict fake refused a request); counts go to
  * .test-run/pytest.xml (JUnit) for .ci/run's closing line.
  *
  *   npm run test:python [-- pytest args]
@@ -18,6 +20,7 @@ import { findTemporalCli } from '../src/dev/temporal-cli';
 import { freePort, startLocalTemporal } from '../src/dev/temporal-server';
 import { createSessionWorker, installRuntime } from '../src/worker';
 import { startFakeLlm } from '../test/support/fake-llm';
+import { startStrictResponses } from '../test/support/strict-responses';
 import { writeRankFiles } from './python-token-ranks';
 
 async function main(): Promise<number> {
@@ -39,6 +42,8 @@ async function main(): Promise<number> {
     const llm = await startFakeLlm();
     llm.setDefault({ delayMs: 300 });
     stops.push(() => llm.close());
+    const responses = await startStrictResponses({ seed: 38 });
+    stops.push(() => responses.close());
 
     const env: Record<string, string> = {
       TEMPORAL_ADDRESS: server.address,
@@ -46,6 +51,7 @@ async function main(): Promise<number> {
       DATABASE_URL: pg.url,
       OPENAI_API_KEY: 'test-key',
       OPENAI_BASE_URL: llm.baseURL,
+      STRICT_RESPONSES_URL: responses.url,
       COMPACTION_MODEL: 'fake-model',
       COMPACTION_TAIL_TOKENS: '200',
     };
@@ -64,7 +70,9 @@ async function main(): Promise<number> {
     const junit = path.join(PROJECT_ROOT, '.test-run', 'pytest.xml');
     const args = ['-m', 'pytest', path.join(PROJECT_ROOT, 'clients/python/tests'), `--junitxml=${junit}`, '-q', ...process.argv.slice(2)];
     const child = spawn(python, args, { cwd: path.join(PROJECT_ROOT, 'clients/python'), env: { ...process.env, ...env }, stdio: 'inherit' });
-    return await new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+    const code = await new Promise<number>((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+    for (const refused of responses.rejections) console.error(`the strict Responses fake refused a request: ${JSON.stringify(refused).slice(0, 500)}`);
+    return code === 0 && responses.rejections.length > 0 ? 1 : code;
   } finally {
     for (const stop of stops.reverse()) await stop().catch((error) => console.warn(`stopping: ${error}`));
     rmSync(runDir, { recursive: true, force: true });

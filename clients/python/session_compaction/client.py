@@ -227,6 +227,17 @@ class SessionsClient:
         )
         return await self._request_auto_compaction(appended)
 
+    async def appended_under(self, session_id: str, append_key: str) -> list[Any] | None:
+        """The batch an ``append`` stored under ``append_key`` in the session's lineage, exactly
+        as appended (compactions since do not change it), or None when the key stored nothing:
+        what a retried step reads to learn what its first attempt appended before it failed
+        (the TypeScript client's ``appendedUnder``)."""
+        check_session_id(session_id)
+        check_name(append_key, "appendKey", 200)
+        if append_key is None:
+            raise InvalidInputError("appendKey", "is required")
+        return await self._data.messages_under_append_key(session_id, append_key)
+
     async def replace_tail(
         self,
         session_id: str,

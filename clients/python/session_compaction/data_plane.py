@@ -80,6 +80,20 @@ class DataPlane:
         check_session_id(session_id)
         return await self.call("select session_lineage(%s)", (session_id,))
 
+    async def messages_under_append_key(self, session_id: str, append_key: str) -> list[Any] | None:
+        """The batch stored under ``append_key`` in the lineage of ``session_id`` (any of its
+        session ids), its messages in order exactly as appended, wherever they are now (the
+        head, a session a compaction ended, archived), copies a compaction made left out; None
+        when the key stored nothing. Read only: how a retried step learns what its first
+        attempt stored (``messagesUnderAppendKey`` of src/db/data-plane.ts, the same statement)."""
+        stored: list[Any] | None = await self.call(
+            "select jsonb_agg(m.body order by m.lineage_seq) from messages m join sessions s on s.id = m.session_id"
+            " where s.lineage_id = (select lineage_id from sessions where id = %s)"
+            " and m.append_key = %s and m.written_by_compaction is null",
+            (session_id, append_key),
+        )
+        return stored
+
     async def close(self) -> None:
         await self.db.close()
 
