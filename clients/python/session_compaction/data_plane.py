@@ -85,11 +85,9 @@ class DataPlane:
         session ids), its messages in order exactly as appended, wherever they are now (the
         head, a session a compaction ended, archived), copies a compaction made left out; None
         when the key stored nothing. Read only: how a retried step learns what its first
-        attempt stored (``messagesUnderAppendKey`` of src/db/data-plane.ts, the same statement)."""
+        attempt stored (SQL ``session_appended_under``, as ``messagesUnderAppendKey`` of src/db/data-plane.ts)."""
         stored: list[Any] | None = await self.call(
-            "select jsonb_agg(m.body order by m.lineage_seq) from messages m join sessions s on s.id = m.session_id"
-            " where s.lineage_id = (select lineage_id from sessions where id = %s)"
-            " and m.append_key = %s and m.written_by_compaction is null",
+            "select session_appended_under(%s, %s)",
             (session_id, append_key),
         )
         return stored
