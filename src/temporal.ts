@@ -9,7 +9,7 @@
 export { createAgentActivities, activityAppendKey, type AgentActivitiesOptions, type AgentTool } from './temporal/activities';
 export { aiSdkAgentModel, type AiSdkAgentModelOptions } from './temporal/ai-sdk-model';
 export { agentsSdkAgentModel, type AgentsSdkAgentModelOptions } from './temporal/agents-sdk-model';
-export type { AgentModel, AgentModelAnswer, AgentModelRequest } from './temporal/model';
+export type { AgentModel, AgentModelAnswer, AgentModelReading, AgentModelRequest } from './temporal/model';
 export type {
   AgentActivities,
   AgentInputInput,

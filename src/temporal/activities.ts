@@ -44,6 +44,13 @@ export function activityAppendKey(): string {
   return `temporal:${digest.slice(0, 48)}`;
 }
 
+/**
+ * Model calls one model activity makes at most, when the SDK answers every call of a step
+ * itself (AgentModelReading.again): each round's batch is appended under its own key (the
+ * activity's, then `:2`, `:3`, ...), so a retried attempt finds every round it already made.
+ */
+const MAX_MODEL_ROUNDS = 4;
+
 /** The output of a tool as the tool result carries it: a string as it is, anything else as JSON. */
 const outputText = (output: unknown): string => (typeof output === 'string' ? output : JSON.stringify(output ?? null));
 
@@ -71,18 +78,32 @@ export function createAgentActivities(options: AgentActivitiesOptions): AgentAct
   return {
     async lineageAgentModelCall({ lineageId }): Promise<AgentModelStep> {
       const key = activityAppendKey();
-      const stored = await sessions.appendedUnder(lineageId, key);
-      if (stored) return { ...model.readStep(stored), headTokens: 0, headMessages: 0, recovered: true };
-      const head = await sessions.transcript(lineageId, { for: 'provider' });
-      const answer = await model.call({ messages: head.messages, signal: Context.current().cancellationSignal });
-      const batch = await appendOnce(sessions, lineageId, key, answer.messages);
-      return {
-        ...model.readStep(batch),
-        ...(answer.inputTokens !== undefined ? { inputTokens: answer.inputTokens } : {}),
-        headTokens: Math.ceil(JSON.stringify(head.messages).length / 4),
-        headMessages: head.messages.length,
-        recovered: batch !== answer.messages,
-      };
+      for (let round = 0; round < MAX_MODEL_ROUNDS; round++) {
+        const roundKey = round === 0 ? key : `${key}:${round + 1}`;
+        const stored = await sessions.appendedUnder(lineageId, roundKey);
+        if (stored) {
+          const { toolCalls, output, again } = model.readStep(stored);
+          if (!again) return { toolCalls, ...(output !== undefined ? { output } : {}), headTokens: 0, headMessages: 0, recovered: true };
+          continue;
+        }
+        const head = await sessions.transcript(lineageId, { for: 'provider' });
+        const answer = await model.call({ messages: head.messages, signal: Context.current().cancellationSignal });
+        const batch = await appendOnce(sessions, lineageId, roundKey, answer.messages);
+        const { toolCalls, output, again } = model.readStep(batch);
+        if (again) continue;
+        return {
+          toolCalls,
+          ...(output !== undefined ? { output } : {}),
+          ...(answer.inputTokens !== undefined ? { inputTokens: answer.inputTokens } : {}),
+          headTokens: Math.ceil(JSON.stringify(head.messages).length / 4),
+          headMessages: head.messages.length,
+          recovered: batch !== answer.messages,
+        };
+      }
+      throw ApplicationFailure.nonRetryable(
+        `the model's last ${MAX_MODEL_ROUNDS} steps held only calls the SDK answered itself (tools it was not given, or input that did not parse)`,
+        'AgentModelError',
+      );
     },
 
     async lineageAgentToolCall({ lineageId, call }): Promise<AgentToolReceipt> {

@@ -44,21 +44,30 @@ export function aiSdkAgentModel(options: AiSdkAgentModelOptions): AgentModel {
       return { messages: toStoredMessages(result.response.messages), inputTokens: result.usage.inputTokens };
     },
     readStep(messages) {
-      const toolCalls: AgentToolCall[] = [];
+      const calls: AgentToolCall[] = [];
+      const answered = new Set<string>();
       const texts: string[] = [];
       for (const m of messages) {
-        if (!isJsonObject(m) || m.role !== 'assistant') continue;
-        if (typeof m.content === 'string') texts.push(m.content);
-        else if (Array.isArray(m.content)) {
-          for (const part of m.content) {
-            if (!isJsonObject(part)) continue;
-            if (part.type === 'tool-call' && !part.providerExecuted)
-              toolCalls.push({ callId: String(part.toolCallId), name: String(part.toolName), input: parseArguments(part.input) });
-            if (part.type === 'text' && typeof part.text === 'string') texts.push(part.text);
-          }
+        if (!isJsonObject(m)) continue;
+        if (typeof m.content === 'string') {
+          if (m.role === 'assistant') texts.push(m.content);
+          continue;
+        }
+        if (!Array.isArray(m.content)) continue;
+        for (const part of m.content) {
+          if (!isJsonObject(part)) continue;
+          // A call the SDK answered in the same step (a tool it was not given, input that did not
+          // parse): its error result is already in the batch, so the workflow must not run it again.
+          if (part.type === 'tool-result') answered.add(String(part.toolCallId));
+          if (m.role !== 'assistant') continue;
+          if (part.type === 'tool-call' && !part.providerExecuted)
+            calls.push({ callId: String(part.toolCallId), name: String(part.toolName), input: parseArguments(part.input) });
+          if (part.type === 'text' && typeof part.text === 'string') texts.push(part.text);
         }
       }
-      return toolCalls.length > 0 ? { toolCalls } : { toolCalls, output: texts.join('') };
+      const toolCalls = calls.filter((call) => !answered.has(call.callId));
+      if (toolCalls.length > 0) return { toolCalls };
+      return calls.length > 0 ? { toolCalls, again: true } : { toolCalls, output: texts.join('') };
     },
     toolResult(call, output) {
       const value = typeof output === 'string' ? { type: 'text', value: output } : { type: 'json', value: output ?? null };

@@ -21,13 +21,28 @@ export interface AgentModelAnswer {
   readonly inputTokens?: number;
 }
 
+/** What a stored batch holds for the workflow (AgentModel.readStep). */
+export interface AgentModelReading {
+  /** The calls the workflow must run: those the batch does not answer itself. */
+  toolCalls: AgentToolCall[];
+  /** The model's final text, when the batch holds no call. */
+  output?: string;
+  /**
+   * True when the batch answered its own calls and holds nothing for the workflow: the SDK
+   * answered a call to a tool it was not given, or with input that did not parse (the AI SDK
+   * appends its own error result). The model must read those results before anything is decided,
+   * so the model activity calls it again.
+   */
+  again?: boolean;
+}
+
 export interface AgentModel {
   /** The dialect of the lineages this model reads and writes. */
   readonly dialect: DialectName;
   /** One model call: the head in, what the model returned out (tools are not run here). */
   call(request: AgentModelRequest): Promise<AgentModelAnswer>;
-  /** The tool calls a batch the model returned holds, or its final text when it holds none. */
-  readStep(messages: readonly Message[]): { toolCalls: AgentToolCall[]; output?: string };
+  /** The tool calls a batch the model returned holds and nobody answered yet, or its final text when it holds none. */
+  readStep(messages: readonly Message[]): AgentModelReading;
   /** The messages that answer `call` with a tool's output (a string, or JSON). */
   toolResult(call: AgentToolCall, output: unknown): Message[];
   /** A user message holding `text`. */

@@ -51,6 +51,40 @@ describe('aiSdkAgentModel', () => {
     expect(model.readStep([{ role: 'assistant', content: 'Plain.' }] as never)).toEqual({ toolCalls: [], output: 'Plain.' });
   });
 
+  it('leaves out the calls the SDK answered in the same step, and asks for the model again when it answered all of them', () => {
+    // What generateText (ai 7) returns when the model calls a tool it was not given: the call,
+    // then its own error result in a tool message of the same batch.
+    const sdkAnswered = {
+      type: 'tool-result',
+      toolCallId: 'call_9',
+      toolName: 'run_tests',
+      output: { type: 'error-text', value: 'Model tried to call unavailable tool' },
+    };
+    const mixed = [
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', toolCallId: 'call_1', toolName: 'read_file', input: { path: 'a.ts' } },
+          { type: 'tool-call', toolCallId: 'call_9', toolName: 'run_tests', input: {} },
+        ],
+      },
+      { role: 'tool', content: [sdkAnswered] },
+    ];
+    expect(model.readStep(mixed as never)).toEqual({ toolCalls: [{ callId: 'call_1', name: 'read_file', input: { path: 'a.ts' } }] });
+    const onlyAnswered = [
+      {
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Running the tests.' },
+          { type: 'tool-call', toolCallId: 'call_9', toolName: 'run_tests', input: {} },
+        ],
+      },
+      { role: 'tool', content: [sdkAnswered] },
+    ];
+    // Not a final answer: the model has not read the SDK's result yet.
+    expect(model.readStep(onlyAnswered as never)).toEqual({ toolCalls: [], again: true });
+  });
+
   it('makes tool results (text or JSON) and user messages the ai-sdk dialect accepts', () => {
     const dialect = dialectOf('ai-sdk');
     const text = model.toolResult(call, 'file text');
