@@ -302,9 +302,11 @@ describe('sessions: the database unreachable', () => {
     const batch = JSON.stringify([{ role: 'user', content: 'BATCH-MARKER-2 with private words' }]);
     const result = await sessions(['append', id, '--json'], batch, { DATABASE_URL: bare.toString() });
     expect(result.code).toBe(1);
-    // The append reads its lineage first: a drizzle select, named by its verb and table.
-    expect(result.json.error).toMatchObject({ type: 'DatabaseQueryError', operation: expect.stringMatching(/^select from \w+$/), code: '42P01' });
-    expect(result.json.error.message).toMatch(/^the database failed select from (\w+): relation "\1" does not exist \(SQLSTATE 42P01\)$/);
+    // The append reads its lineage first, through the data plane (session_lineage_state): named by its function.
+    expect(result.json.error).toMatchObject({ type: 'DatabaseQueryError', operation: 'session_lineage_state', code: '42883' });
+    expect(result.json.error.message).toMatch(
+      /^the database failed session_lineage_state: function session_lineage_state\(.*\) does not exist \(SQLSTATE 42883\)$/,
+    );
     expect(result.stderr.trim().split('\n')).toEqual([`error: ${result.json.error.message}`]);
     expect(result.stdout + result.stderr).not.toMatch(/params|BATCH-MARKER/);
   });
