@@ -1291,10 +1291,17 @@ function renderTable(r: Record<string, any>): string {
   }
   if (r.agents) {
     const A = r.agents;
+    const T = A.plainTerminated;
+    const plainMissing = T ? `terminated after ${T.afterModelCalls}` : 'not run';
     for (const [n, v] of Object.entries(A.historyBytesAfter) as [string, { lineage: number | null; plain: number | null }][])
-      add(`agent on Temporal: history bytes after ${n} model calls, lineage / plain way`, `${v.lineage ?? '-'} / ${v.plain ?? 'not run'}`);
+      add(`agent on Temporal: history bytes after ${n} model calls, lineage / plain way`, `${v.lineage ?? '-'} / ${v.plain ?? plainMissing}`);
     for (const [n, v] of Object.entries(A.historyBytesOfCall) as [string, { lineage: number | null; plain: number | null }][])
-      add(`agent on Temporal: history bytes of model call ${n}, lineage / plain way`, `${v.lineage ?? '-'} / ${v.plain ?? 'not run'}`);
+      add(`agent on Temporal: history bytes of model call ${n}, lineage / plain way`, `${v.lineage ?? '-'} / ${v.plain ?? plainMissing}`);
+    if (T)
+      add(
+        'agent on Temporal: plain way terminated by Temporal (history size limit): after model calls / history bytes (server count)',
+        `${T.afterModelCalls} / ${T.historyBytes} (${T.serverHistorySizeBytes ?? '-'})`,
+      );
     add(
       `agent on Temporal: model input tokens per call, compaction at ${A.compactAtTokens}: mean / last half mean / last half max (plain way: mean / last)`,
       `${A.headTokensPerCall.mean} / ${A.headTokensPerCall.meanLastHalf} / ${A.headTokensPerCall.maxLastHalf} (${A.plainInputTokensPerCall.mean} / ${A.plainInputTokensPerCall.last})`,

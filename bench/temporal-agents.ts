@@ -9,11 +9,14 @@
  * tool outputs), in process: the section measures history and heads, not a provider.
  * Reports workflow history bytes (proto-encoded events, every run summed) after N model calls
  * and per model call for both, and the model input per call (the head, in estimated tokens)
- * with compaction on.
+ * with compaction on. In the full run the plain way is given 200 model calls: Temporal
+ * terminates it when its history passes the server's size limit (50 MB by default), and the
+ * section records where (model calls and history bytes at termination). Any other end of it
+ * fails the section.
  */
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import type { Client } from '@temporalio/client';
+import { type Client, TerminatedFailure, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
 import type { SessionsClient } from '../src/client';
@@ -51,10 +54,22 @@ const toolOutput = (call: AgentToolCall) => `${call.callId} `.repeat(Math.ceil(T
 
 const eventBytes = (event: temporal.api.history.v1.IHistoryEvent) => temporal.api.history.v1.HistoryEvent.encode(event).finish().length;
 
-/** Cumulative history bytes (every run so far) when each model activity completed. */
-async function historyAfterEachCall(client: Client, workflowId: string, firstRunId: string, modelActivity: string): Promise<number[]> {
+/** The reason the Temporal server gives when it terminates a workflow whose history passed its size limit. */
+const HISTORY_SIZE_TERMINATION = /history size exceeds limit/i;
+
+interface RunsHistory {
+  /** Cumulative history bytes (every run so far) when each model activity completed. */
+  after: number[];
+  /** History bytes of every run, every event. */
+  totalBytes: number;
+  /** The reason of the last run's WorkflowExecutionTerminated event, when it was terminated. */
+  terminatedReason?: string;
+}
+
+async function historyOfRuns(client: Client, workflowId: string, firstRunId: string, modelActivity: string): Promise<RunsHistory> {
   const after: number[] = [];
   let total = 0;
+  let terminatedReason: string | undefined;
   for (let runId: string | undefined = firstRunId; runId;) {
     const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
     const scheduled = new Set<string>();
@@ -65,10 +80,35 @@ async function historyAfterEachCall(client: Client, workflowId: string, firstRun
       const completed = event.activityTaskCompletedEventAttributes;
       if (completed && scheduled.has(String(completed.scheduledEventId))) after.push(total);
       next = event.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? next;
+      const terminated = event.workflowExecutionTerminatedEventAttributes;
+      if (terminated) terminatedReason = terminated.reason ?? '';
     }
     runId = next;
   }
-  return after;
+  return { after, totalBytes: total, terminatedReason };
+}
+
+/**
+ * How the plain way ended. It may end only by completing its budget or by Temporal's
+ * history-size termination; anything else (another failure, a termination for another reason)
+ * is thrown, so the section cannot report a crash as the limit.
+ */
+async function plainEnding(handle: WorkflowHandle, runs: RunsHistory, outcome: unknown) {
+  if (outcome === 'completed') return null;
+  const terminatedBySize =
+    outcome instanceof WorkflowFailedError && outcome.cause instanceof TerminatedFailure && HISTORY_SIZE_TERMINATION.test(runs.terminatedReason ?? '');
+  if (!terminatedBySize) throw new Error(`the plain way ended otherwise than by the history size limit: ${String(outcome)} (reason ${runs.terminatedReason})`);
+  const { historySize, historyLength } = await handle.describe();
+  return {
+    reason: runs.terminatedReason!,
+    /** Model activities completed before the termination. */
+    afterModelCalls: runs.after.length,
+    /** Proto-encoded events, as historyBytesAfter counts them. */
+    historyBytes: runs.totalBytes,
+    /** The server's own count, which its limit is checked against. */
+    serverHistorySizeBytes: historySize ?? null,
+    events: historyLength,
+  };
 }
 
 export interface AgentsBenchOptions {
@@ -83,7 +123,8 @@ export interface AgentsBenchOptions {
 export async function measureAgentsOnTemporal(options: AgentsBenchOptions) {
   const { sessions, quick } = options;
   const lineageCalls = quick ? 100 : 200;
-  const plainCalls = quick ? 50 : 100;
+  /** The plain way's budget; the full run's is past where Temporal terminates it (its history size limit). */
+  const plainCalls = quick ? 50 : 200;
   const checkpoints = (quick ? [25, 50, 100] : [50, 100, 200]).filter((n) => n <= lineageCalls);
   const model = scriptedModel();
   const plainModel = scriptedModel();
@@ -135,16 +176,23 @@ export async function measureAgentsOnTemporal(options: AgentsBenchOptions) {
   const lineageId = `bench-agent-${randomUUID().slice(0, 8)}`;
   const started = Date.now();
   try {
-    const [lineageAfter, plainAfter] = await worker.runUntil(async () => {
+    const { lineageAfter, plainAfter, plainTerminated } = await worker.runUntil(async () => {
       await sessions.createSession({ sessionId: lineageId, dialect: 'ai-sdk', compactAt: COMPACT_AT });
       await sessions.append(lineageId, [model.userMessage('task 0: look into the first module')], { appendKey: 'bench-first-task' });
       const lineage = await options.temporal.workflow.start('lineageAgent', { taskQueue, workflowId: `bench-${lineageId}`, args: [lineageId] });
       const plain = await options.temporal.workflow.start('plainAgent', { taskQueue, workflowId: `bench-plain-${lineageId}`, args: [] });
-      await Promise.all([lineage.result(), plain.result()]);
-      return Promise.all([
-        historyAfterEachCall(options.temporal, lineage.workflowId, lineage.firstExecutionRunId, 'lineageAgentModelCall'),
-        historyAfterEachCall(options.temporal, plain.workflowId, plain.firstExecutionRunId, 'plainModelCall'),
+      const [, plainOutcome] = await Promise.all([
+        lineage.result(),
+        plain.result().then(
+          () => 'completed',
+          (error: unknown) => error,
+        ),
       ]);
+      const [lineageRuns, plainRuns] = await Promise.all([
+        historyOfRuns(options.temporal, lineage.workflowId, lineage.firstExecutionRunId, 'lineageAgentModelCall'),
+        historyOfRuns(options.temporal, plain.workflowId, plain.firstExecutionRunId, 'plainModelCall'),
+      ]);
+      return { lineageAfter: lineageRuns.after, plainAfter: plainRuns.after, plainTerminated: await plainEnding(plain, plainRuns, plainOutcome) };
     });
     const at = (after: number[], n: number) => after[n - 1];
     const perCall = (after: number[], n: number) => (n <= after.length ? at(after, n) - (n > 1 ? at(after, n - 1) : 0) : null);
@@ -162,6 +210,8 @@ export async function measureAgentsOnTemporal(options: AgentsBenchOptions) {
         maxLastHalf: Math.max(...lastHalf),
         meanLastHalf: Math.round(lastHalf.reduce((a, b) => a + b, 0) / lastHalf.length),
       },
+      /** Where Temporal terminated the plain way (its history size limit); null when it completed its budget. */
+      plainTerminated,
       plainInputTokensPerCall: {
         mean: Math.round(plainInputs.reduce((a, b) => a + b, 0) / plainInputs.length),
         last: plainInputs.at(-1),

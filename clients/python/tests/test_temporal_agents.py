@@ -16,6 +16,13 @@ task queue, the workflow in the sandbox):
   faults land); the retries answer from what their key stored (the model is not called again,
   the tool not run again) and nothing is stored twice (the ledger by append key, and the audit).
 - every run's history replays with the workflow as it is, and the replays store nothing.
+
+The second test runs the same agent with compaction on (a lineage created with a threshold
+its tool outputs pass every few calls, so the service's worker compacts while the agent
+runs): the model calls read compacted heads and the strict fake accepts them; the heads stay
+bounded while the conversation grows; continue-as-new carries the conversation; the lineage's
+own records (its committed compactions, its rows by append key, the audit) show the
+compactions happened and nothing was lost or stored twice.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from session_compaction.temporal.agents_sdk_model import AgentsSdkModel, agents_
 from session_compaction.temporal.contract import MODEL_CALL, TOOL_CALL
 from session_compaction.temporal.model import AgentModelAnswer
 
-from .conftest import json_equal, run_audit, unique_id
+from .conftest import SUMMARY_PREFIX, json_equal, run_audit, unique_id
 from .temporal_agent_workflows import BEFORE_CONTINUE_AS_NEW, CALLS_PER_RUN, NEXT_TASK, LineageAgent
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
@@ -96,6 +103,14 @@ class Ledger:
     reads: list[tuple[str, int, bool]] = field(default_factory=list)
     appends: Counter[str] = field(default_factory=Counter)
     tasks: int = 0
+    #: Items each model call's answer held, by append key (what its batch must hold, once).
+    answered: dict[str, int] = field(default_factory=dict)
+    #: Every model request the provider refused (the strict fake answers a refusal with an error).
+    refused: list[str] = field(default_factory=list)
+    #: The session id of the head each model call read, by append key.
+    head_sessions: dict[str, str] = field(default_factory=dict)
+    #: The session id of the head each run left (with heads_before_continue_as_new).
+    sessions_before_continue_as_new: list[str] = field(default_factory=list)
 
 
 class RecordingModel:
@@ -108,7 +123,13 @@ class RecordingModel:
         key = activity_append_key()
         self.ledger.model_calls.append((activity.info().workflow_run_id or "", key, messages))
         self.ledger.calls_per_key[key] += 1
-        return await self.inner.call(messages)
+        try:
+            answer = await self.inner.call(messages)
+        except Exception as error:
+            self.ledger.refused.append(f"{type(error).__name__}: {error}")
+            raise
+        self.ledger.answered[key] = len(answer.messages)
+        return answer
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -134,6 +155,22 @@ class FaultySessions:
             self.ledger.faults.append((info.activity_type, append_key or ""))
             raise RuntimeError(f"injected: the worker lost the answer of {info.activity_type} after its append")
         return appended
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class HeadRecordingSessions:
+    """The client, recording which session's head each model activity read (a compaction moves the head to a new session)."""
+
+    def __init__(self, inner: SessionsClient, ledger: Ledger) -> None:
+        self.inner, self.ledger = inner, ledger
+
+    async def transcript(self, session_id: str, **kwargs: Any) -> dict[str, Any]:
+        transcript = await self.inner.transcript(session_id, **kwargs)
+        if activity.in_activity() and activity.info().activity_type == MODEL_CALL:
+            self.ledger.head_sessions[activity_append_key()] = transcript["sessionId"]
+        return transcript
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -293,3 +330,123 @@ async def test_temporal_agent_keeps_its_conversation_in_the_lineage(client: Sess
     )
     assert total < conversation_bytes / 5, f"history {total} bytes for {conversation_bytes} bytes of heads"
     assert total < 8_000 * len(events), f"history {total} bytes for {len(events)} model calls"
+
+
+#: The compacting agent's threshold: its 5 KB tool outputs pass it every few model calls.
+COMPACT_AT = 16_000
+#: Model calls the compacting agent makes at least: four runs of CALLS_PER_RUN.
+COMPACTING_MODEL_CALLS = 80
+
+
+def head_tokens(head: list[Any]) -> int:
+    """A head's size as the model activity estimates it (four characters a token)."""
+    return -(-len(json.dumps(head)) // 4)
+
+
+async def test_temporal_agent_keeps_going_while_its_lineage_compacts(client: SessionsClient, db: Any) -> None:
+    """The same agent with compaction on: the lineage compacts at COMPACT_AT tokens while the
+    agent runs (the service's worker, the summariser 300 ms), so its model calls read
+    compacted heads, which the strict fake accepts; the heads stay bounded while the
+    conversation grows; each continue-as-new carries the conversation (the head the last run
+    left, or its compaction); nothing is lost or stored twice."""
+    temporal = await Client.connect(os.environ["TEMPORAL_ADDRESS"])
+    lineage_id = unique_id("py-temporal-compacting")
+    task_queue = unique_id("py-temporal-compacting")
+    ledger = Ledger()
+    await client.create_session(lineage_id, dialect="openai-responses", compact_at_tokens=COMPACT_AT)
+    await client.append(lineage_id, [{"role": "user", "content": "Request 0: the parser drops unicode input; find why, fix it and run the tests."}])
+
+    openai = AsyncOpenAI(base_url=os.environ["STRICT_RESPONSES_URL"], api_key="test-key", max_retries=0)
+    model = agents_sdk_model(
+        OpenAIResponsesModel("agent-model-python-compacting", openai),
+        instructions="You are a coding agent. Use the tools.",
+        tools=[function_tool_schema(name) for name in TOOL_NAMES],
+    )
+    activities = AgentActivities(HeadRecordingSessions(client, ledger), RecordingModel(model, ledger), {name: tool_output for name in TOOL_NAMES})  # type: ignore[arg-type]
+
+    @activity.defn(name=NEXT_TASK)
+    async def next_task(lineage: str) -> str | None:
+        if len(ledger.model_calls) >= COMPACTING_MODEL_CALLS:
+            return None
+        ledger.tasks += 1
+        return f"Request {ledger.tasks}: now make the tokenizer handle surrogate pairs and add tests for them."
+
+    @activity.defn(name=BEFORE_CONTINUE_AS_NEW)
+    async def before_continue_as_new(lineage: str) -> None:
+        transcript = await client.transcript(lineage, for_provider=True)
+        ledger.heads_before_continue_as_new.append(transcript["messages"])
+        ledger.sessions_before_continue_as_new.append(transcript["sessionId"])
+
+    runner = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules("session_compaction"))
+    async with Worker(
+        temporal, task_queue=task_queue, workflows=[LineageAgent], activities=[*activities.all(), next_task, before_continue_as_new], workflow_runner=runner
+    ):
+        handle = await temporal.start_workflow(LineageAgent.run, lineage_id, id=f"agent-{lineage_id}", task_queue=task_queue)
+        await handle.result()
+
+    # ---- every model request accepted, each model call made once -----------------------
+    assert ledger.refused == [], ledger.refused
+    assert len(ledger.model_calls) >= COMPACTING_MODEL_CALLS
+    assert all(n == 1 for n in ledger.calls_per_key.values()), f"a model activity called the model twice: {ledger.calls_per_key.most_common(3)}"
+
+    # ---- the lineage compacted during the run (its own records, not the code's counters) -
+    cursor = await db.execute(
+        "select parent_session_id, child_session_id from compactions where lineage_id = %s and outcome = 'compacted' order by generation", (lineage_id,)
+    )
+    committed = await cursor.fetchall()
+    compactions = len(committed)
+    assert compactions >= 3, f"{compactions} compactions committed"
+    heads = [(key, head) for _, key, head in ledger.model_calls]
+    compacted_heads = [i for i, (key, _) in enumerate(heads) if ledger.head_sessions[key] != lineage_id]
+    assert compacted_heads, "no model call read a compacted head"
+    assert any(SUMMARY_PREFIX in json.dumps(head) for _, head in heads), "no model call was sent a summary"
+
+    # ---- the heads stayed bounded while the conversation grew ---------------------------
+    cursor = await db.execute(
+        "select m.append_key, m.body from messages m join sessions s on s.id = m.session_id"
+        " where s.lineage_id = %s and m.written_by_compaction is null order by m.lineage_seq",
+        (lineage_id,),
+    )
+    rows = await cursor.fetchall()
+    bodies = [body for _, body in rows]
+    conversation_tokens = head_tokens(bodies)
+    after_first = [head_tokens(head) for _, head in heads[compacted_heads[0] :]]
+    max_head = max(after_first)
+    assert max_head < 3 * COMPACT_AT, f"a head of {max_head} tokens after the first compaction (threshold {COMPACT_AT})"
+    assert conversation_tokens > 3 * max_head, f"the conversation ({conversation_tokens} tokens) did not outgrow the heads ({max_head})"
+
+    # ---- nothing lost, nothing stored twice: each model call's batch once, each tool call answered once
+    per_key = Counter(key for key, _ in rows)
+    for key, items in ledger.answered.items():
+        assert per_key[key] == items, f"the batch under {key}: {per_key[key]} rows for {items} items"
+    calls = [m["call_id"] for m in bodies if m.get("type") == "function_call"]
+    outputs = [m["call_id"] for m in bodies if m.get("type") == "function_call_output"]
+    assert len(calls) == len(set(calls)) and sorted(calls) == sorted(outputs), "a tool call without exactly one result"
+    report = run_audit()
+    for check in ("forks", "orphans", "writesAfterEnd", "lostMessages", "duplicatedMessages", "sequenceGaps"):
+        assert report[check] == 0, f"audit {check}: {report[check]} ({report.get('details')})"
+
+    # ---- continue-as-new carried the conversation: each run's first model call read the head
+    # the last run left, or (a compaction committed in between) the head its compactions made of it
+    runs = await run_histories(temporal, handle.id, handle.first_execution_run_id or "")
+    assert len(runs) >= 4, f"{len(runs)} runs"
+    assert len(ledger.heads_before_continue_as_new) == len(runs) - 1
+    child_of = dict(committed)
+    for (run_id, _), left, left_session in zip(runs[1:], ledger.heads_before_continue_as_new, ledger.sessions_before_continue_as_new):
+        key, found = next((k, h) for r, k, h in ledger.model_calls if r == run_id)
+        found_session = ledger.head_sessions[key]
+        if found_session == left_session:
+            assert json_equal(found, left), f"run {run_id} started from another head than the one the last run left"
+        else:
+            chain, session = [], left_session
+            while session in child_of and session != found_session and len(chain) <= compactions:
+                session = child_of[session]
+                chain.append(session)
+            assert session == found_session, f"run {run_id} read session {found_session}, not a compaction of {left_session}"
+
+    print(
+        f"\n[python temporal agent, compaction at {COMPACT_AT}] {len(heads)} model calls over {len(runs)} runs,"
+        f" {compactions} compactions, {len(compacted_heads)} model calls read a compacted head;"
+        f" head tokens max {max(head_tokens(h) for _, h in heads):,}, after the first compaction max {max_head:,};"
+        f" the conversation {conversation_tokens:,} tokens; 0 requests refused"
+    )
