@@ -106,7 +106,7 @@ describe('docker-compose.yml', () => {
       expect(build).not.toBe(final);
       expect(build!.name).toBeTruthy();
       expect(build!.from).toMatch(/^node:20/);
-      expect(build!.lines).toContain('RUN npm ci --no-audit --no-fund');
+      expect(build!.lines).toContain('RUN npm ci --no-audit --no-fund --strict-allow-scripts');
     });
 
     it("has a final stage from a node image with production dependencies, the worker's peers and dist/ only, run by plain node as a non-root user", () => {
