@@ -164,6 +164,11 @@ async function summarise(summariser: Summariser, head: Message[], plan: Compacti
 const refusals: string[] = [];
 /** Heads a committed compaction left at or over the threshold, with what they are made of. */
 const overThreshold: string[] = [];
+/** Every compaction run, by rung setting (not only the checkpoints): how many, how many the masking rung answered, how many left the head at or over the threshold. */
+const tally: Record<Measure['rung'], { compactions: number; masked: number; over: number }> = {
+  summary: { compactions: 0, masked: 0, over: 0 },
+  'masking first': { compactions: 0, masked: 0, over: 0 },
+};
 
 /**
  * What a committed head over the threshold is made of, in the head's own tokens (estimateTokens):
@@ -252,6 +257,7 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
     }
     if (dialect.providerCheck(dialect.forProvider(head))) continue;
     n++;
+    tally[rung].compactions++;
     const plan = planCompaction(head, { ...PLAN, dialect }, tokens);
     const target = Math.floor(THRESHOLD / 2);
     let proposal =
@@ -309,14 +315,17 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
         );
       } else {
         summarisedRanges.push(...proposal.replaced.map((i) => head[i]));
-        if (proposal.rung === 'masking') masked++;
-        else {
+        if (proposal.rung === 'masking') {
+          masked++;
+          tally[rung].masked++;
+        } else {
           // What the head would hold without the ledger: the same cut with the prose alone.
           const without = buildCandidate(plan, prose, head, dialect).map((c) => c.message);
           proseOnly = without.map((m) => `${dialect.texts(m).join('\n')}\n${dialect.textOf(m)}`);
         }
         if (trace)
           console.log(`${session.source} (${session.dialect}, ${name}, ${rung}) compaction ${n} (${proposal.rung}): ${tokensBefore} -> ${tokensAfter} tokens`);
+        if (tokensAfter >= THRESHOLD) tally[rung].over++;
         if (tokensAfter >= THRESHOLD)
           overThreshold.push(
             `${session.source} (${session.dialect}, ${name}, ${rung}) compaction ${n}: ${tokensBefore} -> ${tokensAfter} tokens: ${breakdown({ head, seqs: head.map((m) => seqs.get(m) ?? null), tokens, plan, proposal, previous: ledger, budget, dialect })}`,
@@ -570,16 +579,10 @@ async function main() {
   }
   console.log(rows.join('\n'));
   // The masking rung beside the summary rung: how often it answered, and whether any share moved.
-  const last = new Map<string, Measure>();
-  for (const m of measures) {
-    const k = `${m.source}|${m.dialect}|${m.summariser}|${m.rung}`;
-    if (!last.has(k) || last.get(k)!.compactions < m.compactions) last.set(k, m);
-  }
-  const masking = [...last.values()].filter((m) => m.rung === 'masking first');
   const lowest = (rung: Measure['rung'], pick: (m: Measure) => number | undefined) =>
     min(measures.filter((m) => m.rung === rung).flatMap((m) => (pick(m) === undefined ? [] : [pick(m)!])));
   console.log(
-    `\nMasking first: it answered ${masking.reduce((s, m) => s + m.masked, 0)} of ${masking.reduce((s, m) => s + m.compactions, 0)} compactions (no summariser call for those); lowest planted paths ${pct(
+    `\nMasking first: it answered ${tally['masking first'].masked} of ${tally['masking first'].compactions} compactions (no summariser call for those); lowest planted paths ${pct(
       lowest('masking first', (m) => m.plantedPaths),
     )} (summary rung ${pct(lowest('summary', (m) => m.plantedPaths))}), lowest paths ${pct(lowest('masking first', (m) => m.paths))} (summary rung ${pct(lowest('summary', (m) => m.paths))}).`,
   );
@@ -602,6 +605,9 @@ async function main() {
         .map((r) => `- ${r}`)
         .join('\n')}`,
     );
+  console.log(
+    `\nEvery compaction (not only at ${CHECKPOINTS.join(', ')}): ${tally.summary.compactions} with the summary rung, ${tally.summary.over} of them left the head at or over ${THRESHOLD} tokens; ${tally['masking first'].compactions} with masking first, ${tally['masking first'].over} of them.`,
+  );
   if (overThreshold.length > 0)
     console.log(
       `\nCompactions that committed and left the head at or over ${THRESHOLD} tokens, and what it holds:\n${overThreshold.map((r) => `- ${r}`).join('\n')}`,
