@@ -39,9 +39,11 @@ import { type Dialect, type DialectName, dialectOf, type Message } from '../src/
 import { factsOf, type Ledger, ledgerBudget, ledgerFrom, emptyLedger, renderLedger } from '../src/compaction/ledger';
 import { runGates } from '../src/compaction/gates';
 import { type CompactionPlan, planCompaction } from '../src/compaction/plan';
-import { maskingProposal, summaryProposal } from '../src/compaction/proposal';
+import { maskingProposal, type Proposal, summaryProposal } from '../src/compaction/proposal';
 import { latestUserRequestText } from '../src/compaction/summary-prompt';
+import { LEDGER_HEADING, LEDGER_SECTIONS } from '../src/compaction/summary-structure';
 import { estimateTextTokens, estimateTokens } from '../src/compaction/tokens';
+import { trimProposal } from '../src/compaction/trim';
 import { PROJECT_ROOT } from '../src/config';
 import { toAgentsItems } from '../test/support/agents-items';
 import { startFakeLlm } from '../test/support/fake-llm';
@@ -50,11 +52,17 @@ import { answers, type Probe, PROBE_KINDS, type ProbeKind, probesOf, QUESTIONS }
 
 const quick = process.argv.includes('--quick');
 const judge = process.argv.includes('--judge');
+/** `--only <text>`: only the sessions whose source holds the text (e.g. `--only templar`). */
+const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+/** `--trace`: one line per compaction (tokens before and after). */
+const trace = process.argv.includes('--trace');
 /** Heads after the 10th compaction with the lossy stub, and their probes: what the judge mode asks a real model about. */
 const judged: Array<{ source: string; dialect: DialectName; head: string; probes: Probe[] }> = [];
 const CORPUS = path.resolve(PROJECT_ROOT, '..', 'shared', 'corpus');
 const CHECKPOINTS = [1, 3, 10];
-const COMPACTIONS = 10;
+/** `--compactions <n>`: compactions per session (default 10; the checkpoints stay 1, 3 and 10). */
+const COMPACTIONS = process.argv.includes('--compactions') ? Number(process.argv[process.argv.indexOf('--compactions') + 1]) : 10;
+if (!Number.isInteger(COMPACTIONS) || COMPACTIONS < 1) throw new Error(`--compactions takes a whole number of at least 1, not ${COMPACTIONS}`);
 const LOSSY = 'The agent worked on some files.';
 const PLAN = { tailTokenBudget: 2000, minTailGroups: 2, headGroups: 2, force: false };
 const LEDGER = { percent: 10, maxTokens: 8000, requestChars: 500 };
@@ -154,6 +162,67 @@ async function summarise(summariser: Summariser, head: Message[], plan: Compacti
 }
 
 const refusals: string[] = [];
+/** Heads a committed compaction left at or over the threshold, with what they are made of. */
+const overThreshold: string[] = [];
+/** Every compaction run, by rung setting (not only the checkpoints): how many, how many the masking rung answered, how many left the head at or over the threshold. */
+const tally: Record<Measure['rung'], { compactions: number; masked: number; over: number }> = {
+  summary: { compactions: 0, masked: 0, over: 0 },
+  'masking first': { compactions: 0, masked: 0, over: 0 },
+};
+
+/**
+ * What a committed head over the threshold is made of, in the head's own tokens (estimateTokens):
+ * the kept head, the summary message(s) (prose and each ledger section, in characters / 4; the
+ * ledger also in its own estimate beside its bound, and its open entries), the latest request kept
+ * after the summary, and the kept tail by group. Then what the trim rung would do with the head the
+ * summary was made from, at its default target (half the threshold) and just under the threshold:
+ * it never drops the latest request, the open calls or the ledger.
+ */
+function breakdown(at: {
+  head: Message[];
+  seqs: Array<number | null>;
+  tokens: number[];
+  plan: CompactionPlan;
+  proposal: Proposal;
+  previous: Ledger;
+  budget?: number;
+  dialect: Dialect;
+}): string {
+  const { head, plan, proposal, dialect } = at;
+  const after = proposal.candidate.map((c) => c.message);
+  const sum = (is: number[], of: Message[]) => is.reduce((s, i) => s + estimateTokens(of[i], dialect), 0);
+  const summaryText = proposal.summaryIndices.map((i) => dialect.textOf(after[i])).join('\n');
+  const start = summaryText.indexOf(LEDGER_HEADING);
+  const quarter = (t: string) => Math.ceil(t.length / 4);
+  const ledgerParts = (start >= 0 ? summaryText.slice(start) : '').split('\n\n').flatMap((part) => {
+    const name = Object.entries(LEDGER_SECTIONS).find(([, heading]) => part.startsWith(heading))?.[0];
+    return name ? [`${name} ${quarter(part)}`] : [];
+  });
+  const l = proposal.ledger;
+  const entries = `${l.requests.length} requests, ${l.files.length} files, ${l.commands.length} commands, ${l.errors.filter((e) => !e.resolved).length} open errors, ${l.inFlight.plan?.steps.length ?? 0} plan steps, ${l.inFlight.background.length} background, ${l.inFlight.queued.length} queued, ${l.inFlight.instructions.length} instructions`;
+  const open = dialect.openCalls(head);
+  const tailGroups = dialect
+    .groups(head)
+    .filter((g) => g.indices.every((i) => plan.tail.includes(i)))
+    .map((g) => `${sum(g.indices, head)}${open !== undefined && g.indices.includes(open.index) ? ' (open calls)' : ''}`);
+  const trimmed = (targetTokens: number) => {
+    const trim = trimProposal(head, at.seqs, plan, dialect, at.tokens, (m) => estimateTokens(m, dialect), at.previous, {
+      targetTokens,
+      requestChars: LEDGER.requestChars,
+      ledgerBudget: (dropped) => ledgerBudget(CONTEXT_WINDOW, LEDGER, estimateTextTokens(renderLedger(at.previous)), dropped),
+      prose: (dropped) => `The ${dropped} oldest message(s) of this conversation were dropped without a summary.`,
+    });
+    const tokensOf = (p: Proposal) => p.candidate.reduce((s, e) => s + (e.from === undefined ? estimateTokens(e.message, dialect) : at.tokens[e.from]), 0);
+    return `to ${targetTokens}: ${trim ? `${tokensOf(trim)} tokens` : 'cannot'}`;
+  };
+  return [
+    `kept head ${sum(plan.head, head)} (${plan.head.length} messages)`,
+    `summary ${sum(proposal.summaryIndices, after)} (prose ${quarter(start >= 0 ? summaryText.slice(0, start) : summaryText)}, ledger ${quarter(summaryText.slice(Math.max(0, start)))}: ${ledgerParts.join(', ')}; ledger estimate ${estimateTextTokens(renderLedger(l))} of its bound ${at.budget ?? 'n/a'}; ${entries})`,
+    `latest request ${plan.latestUserRequest === undefined ? 0 : estimateTokens(head[plan.latestUserRequest], dialect)}`,
+    `tail ${sum(plan.tail, head)} (${plan.tail.length} messages; groups ${tailGroups.join(', ')})`,
+    `trim rung ${trimmed(Math.floor(THRESHOLD / 2))}, ${trimmed(THRESHOLD - 1)}`,
+  ].join('; ');
+}
 const probeMisses: string[] = [];
 const share = (found: number, total: number) => (total === 0 ? 1 : found / total);
 const findable = (facts: readonly string[], text: string) => facts.filter((f) => text.includes(f)).length;
@@ -188,6 +257,7 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
     }
     if (dialect.providerCheck(dialect.forProvider(head))) continue;
     n++;
+    tally[rung].compactions++;
     const plan = planCompaction(head, { ...PLAN, dialect }, tokens);
     const target = Math.floor(THRESHOLD / 2);
     let proposal =
@@ -205,9 +275,10 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
           )
         : undefined;
     let prose = '';
+    let budget: number | undefined;
     if (!proposal && plan.middle.length > 0) {
       prose = await summarise(summariser, head, plan, dialect, false, stored ? renderLedger(ledger) : undefined);
-      const budget = ledgerBudget(
+      budget = ledgerBudget(
         CONTEXT_WINDOW,
         LEDGER,
         stored ? estimateTextTokens(renderLedger(ledger)) : 0,
@@ -244,12 +315,21 @@ async function replay(session: Session, summariser: Summariser, name: Measure['s
         );
       } else {
         summarisedRanges.push(...proposal.replaced.map((i) => head[i]));
-        if (proposal.rung === 'masking') masked++;
-        else {
+        if (proposal.rung === 'masking') {
+          masked++;
+          tally[rung].masked++;
+        } else {
           // What the head would hold without the ledger: the same cut with the prose alone.
           const without = buildCandidate(plan, prose, head, dialect).map((c) => c.message);
           proseOnly = without.map((m) => `${dialect.texts(m).join('\n')}\n${dialect.textOf(m)}`);
         }
+        if (trace)
+          console.log(`${session.source} (${session.dialect}, ${name}, ${rung}) compaction ${n} (${proposal.rung}): ${tokensBefore} -> ${tokensAfter} tokens`);
+        if (tokensAfter >= THRESHOLD) tally[rung].over++;
+        if (tokensAfter >= THRESHOLD)
+          overThreshold.push(
+            `${session.source} (${session.dialect}, ${name}, ${rung}) compaction ${n}: ${tokensBefore} -> ${tokensAfter} tokens: ${breakdown({ head, seqs: head.map((m) => seqs.get(m) ?? null), tokens, plan, proposal, previous: ledger, budget, dialect })}`,
+          );
         head = after;
         ledger = ledgerFrom(JSON.parse(JSON.stringify(proposal.ledger)));
         stored = proposal.rung === 'summary' || stored;
@@ -444,7 +524,7 @@ async function main() {
     description: 'built-in extractive',
     summarise: async (request) => ({ text: (await import('../src/compaction/extractive-summary')).extractiveSummary(request), model: 'builtin-extractive' }),
   };
-  const sessions = [...corpusSessions(), ...generatedSessions()];
+  const sessions = [...corpusSessions(), ...generatedSessions()].filter((s) => only === undefined || s.source.includes(only));
   console.log(`${sessions.length} sessions (${sessions.filter((s) => s.source.startsWith('corpus')).length} from the corpus), ${COMPACTIONS} compactions each`);
   const measures: Measure[] = [];
   for (const session of sessions) {
@@ -499,16 +579,10 @@ async function main() {
   }
   console.log(rows.join('\n'));
   // The masking rung beside the summary rung: how often it answered, and whether any share moved.
-  const last = new Map<string, Measure>();
-  for (const m of measures) {
-    const k = `${m.source}|${m.dialect}|${m.summariser}|${m.rung}`;
-    if (!last.has(k) || last.get(k)!.compactions < m.compactions) last.set(k, m);
-  }
-  const masking = [...last.values()].filter((m) => m.rung === 'masking first');
   const lowest = (rung: Measure['rung'], pick: (m: Measure) => number | undefined) =>
     min(measures.filter((m) => m.rung === rung).flatMap((m) => (pick(m) === undefined ? [] : [pick(m)!])));
   console.log(
-    `\nMasking first: it answered ${masking.reduce((s, m) => s + m.masked, 0)} of ${masking.reduce((s, m) => s + m.compactions, 0)} compactions (no summariser call for those); lowest planted paths ${pct(
+    `\nMasking first: it answered ${tally['masking first'].masked} of ${tally['masking first'].compactions} compactions (no summariser call for those); lowest planted paths ${pct(
       lowest('masking first', (m) => m.plantedPaths),
     )} (summary rung ${pct(lowest('summary', (m) => m.plantedPaths))}), lowest paths ${pct(lowest('masking first', (m) => m.paths))} (summary rung ${pct(lowest('summary', (m) => m.paths))}).`,
   );
@@ -531,12 +605,19 @@ async function main() {
         .map((r) => `- ${r}`)
         .join('\n')}`,
     );
+  console.log(
+    `\nEvery compaction (not only at ${CHECKPOINTS.join(', ')}): ${tally.summary.compactions} with the summary rung, ${tally.summary.over} of them left the head at or over ${THRESHOLD} tokens; ${tally['masking first'].compactions} with masking first, ${tally['masking first'].over} of them.`,
+  );
+  if (overThreshold.length > 0)
+    console.log(
+      `\nCompactions that committed and left the head at or over ${THRESHOLD} tokens, and what it holds:\n${overThreshold.map((r) => `- ${r}`).join('\n')}`,
+    );
   if (refusals.length > 0) console.log(`\nRefused compactions (the head stays as it was):\n${refusals.map((r) => `- ${r}`).join('\n')}`);
   console.log('\nShares are the minimum over the sessions of a row (prose-only columns: the mean); tokens are means.');
   const dir = path.join(PROJECT_ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  const file = path.join(dir, quick ? 'fidelity-quick.json' : 'fidelity.json');
-  writeFileSync(file, `${JSON.stringify({ ranAt: new Date().toISOString(), quick, measures, baseline }, null, 2)}\n`);
+  const file = path.join(dir, only !== undefined ? 'fidelity-only.json' : quick ? 'fidelity-quick.json' : 'fidelity.json');
+  writeFileSync(file, `${JSON.stringify({ ranAt: new Date().toISOString(), quick, only, measures, baseline }, null, 2)}\n`);
   console.log(`\nwrote ${path.relative(PROJECT_ROOT, file)}`);
 }
 
