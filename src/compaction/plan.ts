@@ -7,7 +7,7 @@ import { estimateTokens } from './tokens';
 export interface PlanOptions {
   /** Tokens of recent conversation kept verbatim. */
   tailTokenBudget: number;
-  /** The tail keeps at least this many groups, whatever their size. */
+  /** The tail keeps at least this many groups over its budget (the last whatever its size; the others only when each fits in tailTokenBudget). */
   minTailGroups: number;
   /** Groups after the instructions kept verbatim at the start, on the first compaction only. */
   headGroups: number;
@@ -103,6 +103,9 @@ export function planCompaction(messages: readonly Message[], options: PlanOption
     const groupTokens = group.indices.reduce((sum, i) => sum + tokensOf(i), 0);
     const kept = groups.length - tailStart;
     if (kept >= minGroups && tailTokens + groupTokens > budget) break;
+    // The minimum is for the agent's last few small steps: beyond the last group (which may hold
+    // open calls), a group larger than the whole tail budget is summarised, not kept by it.
+    if (kept >= 1 && groupTokens > options.tailTokenBudget) break;
     tailTokens += groupTokens;
     tailStart--;
   }

@@ -113,6 +113,25 @@ describe('planning the cut', () => {
     expect(at(transcript, plan.tail)).toEqual(transcript.slice(-3)); // the last two groups: a call with its result, and a reply
   });
 
+  it('keeps small groups by the minimum, but summarises a group larger than the whole tail budget unless it is the last', () => {
+    // The agent read a large file one step ago, then asked a small thing: the minimum of two
+    // groups would keep the read verbatim and leave the head over its threshold (claude-code-templar).
+    const big = 'x'.repeat(4 * 300); // about 300 tokens, over the 200-token tail budget
+    const read = [...transcript, call('r1'), result('r1', big)];
+    const last = [assistant('I read it.')];
+    for (const force of [false, true]) {
+      const plan = planCompaction([...read, ...last], { ...OPTIONS, force });
+      expect(at([...read, ...last], plan.tail)).toEqual(last);
+      expect(plan.middle).toEqual(expect.arrayContaining([read.length - 2, read.length - 1]));
+    }
+    // The same group as the last one is kept, whatever its size (it may hold open calls).
+    const plan = planCompaction(read, { ...OPTIONS, force: true });
+    expect(at(read, plan.tail).slice(-2)).toEqual(read.slice(-2));
+    // Small groups are still kept by the minimum when forced.
+    const small = [...transcript, call('r2'), result('r2', 'short'), assistant('ok')];
+    expect(at(small, planCompaction(small, { ...OPTIONS, force: true }).tail)).toEqual(small.slice(-3));
+  });
+
   it('updates the previous summary instead of summarising it again', () => {
     const compacted = [system, user('first ask'), summaryMessage('Goal: ship it.'), ...transcript.slice(-12)];
     const plan = planCompaction(compacted, { ...OPTIONS, tailTokenBudget: 0, minTailGroups: 1 });
