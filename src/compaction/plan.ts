@@ -95,6 +95,7 @@ export function planCompaction(messages: readonly Message[], options: PlanOption
   // always holds at least minTailGroups groups, and at least one (the last group may hold
   // open tool calls). It never reaches into the head.
   const budget = options.force ? 0 : options.tailTokenBudget;
+  const latestRequest = latestUserRequestIndex(dialect, messages);
   const minGroups = Math.max(1, options.minTailGroups);
   let tailStart = groups.length;
   let tailTokens = 0;
@@ -104,8 +105,9 @@ export function planCompaction(messages: readonly Message[], options: PlanOption
     const kept = groups.length - tailStart;
     if (kept >= minGroups && tailTokens + groupTokens > budget) break;
     // The minimum is for the agent's last few small steps: beyond the last group (which may hold
-    // open calls), a group larger than the whole tail budget is summarised, not kept by it.
-    if (kept >= 1 && groupTokens > options.tailTokenBudget) break;
+    // open calls), a group larger than the whole tail budget is summarised, not kept by it,
+    // unless it holds the latest user request (kept verbatim either way).
+    if (kept >= 1 && groupTokens > options.tailTokenBudget && !group.indices.includes(latestRequest)) break;
     tailTokens += groupTokens;
     tailStart--;
   }
@@ -122,7 +124,6 @@ export function planCompaction(messages: readonly Message[], options: PlanOption
   const plan: CompactionPlan = { head, previousSummary, middle, tail };
   if (middle.length === 0) return plan;
   // The latest real user request stays verbatim: in the tail, or right after the summary.
-  const latest = latestUserRequestIndex(dialect, messages);
-  if (latest >= 0 && !tail.includes(latest) && !head.includes(latest)) plan.latestUserRequest = latest;
+  if (latestRequest >= 0 && !tail.includes(latestRequest) && !head.includes(latestRequest)) plan.latestUserRequest = latestRequest;
   return plan;
 }

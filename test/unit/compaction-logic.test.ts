@@ -127,6 +127,10 @@ describe('planning the cut', () => {
     // The same group as the last one is kept, whatever its size (it may hold open calls).
     const plan = planCompaction(read, { ...OPTIONS, force: true });
     expect(at(read, plan.tail).slice(-2)).toEqual(read.slice(-2));
+    // A large group that holds the latest user request stays in the tail: it is kept verbatim
+    // either way, and summarising it too would only make the head larger.
+    const asked = [...transcript, user(big), assistant('working on it')];
+    expect(at(asked, planCompaction(asked, { ...OPTIONS, force: true }).tail)).toEqual(asked.slice(-2));
     // Small groups are still kept by the minimum when forced.
     const small = [...transcript, call('r2'), result('r2', 'short'), assistant('ok')];
     expect(at(small, planCompaction(small, { ...OPTIONS, force: true }).tail)).toEqual(small.slice(-3));
