@@ -1,7 +1,7 @@
 /**
  * `npm run dev`: the whole service on one machine. Embedded Postgres (unless DATABASE_URL is
  * set), the Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS is set or a server
- * already listens on its address), the worker and the inspector. State lives in .dev/ (or
+ * already listens on its address), the migrations, then the worker and the inspector. State lives in .dev/ (or
  * DEV_DATA_DIR) and survives a restart.
  *
  * Stopping. SIGINT (Ctrl-C), SIGTERM or SIGHUP stops everything this script started, each
@@ -29,6 +29,7 @@ import { isPortOpen, startLocalTemporal } from '../src/dev/temporal-server';
 import { killTethered } from '../src/dev/tether';
 import { codecFromKeys } from '../src/codec/aes-gcm-codec';
 import { codecServerOptions, createCodecServer } from '../src/codec/codec-server';
+import { openDatabase, runMigrations } from '../src/db/database';
 import { createSessionWorker, installRuntime } from '../src/worker';
 import { SessionsClient } from '../src/client/sessions-client';
 import { startInspector } from '../src/inspector/server';
@@ -162,6 +163,16 @@ async function main(): Promise<number> {
     }
     if (stopping) return;
 
+    // The deploy step first (`npm run db:migrate`), as the dev stack's Postgres superuser: the
+    // worker only checks the migration level at start, it runs no DDL.
+    const migrator = openDatabase(databaseUrl, { max: 1 });
+    try {
+      await runMigrations(migrator);
+    } finally {
+      await migrator.close();
+    }
+    say('migrations applied');
+    if (stopping) return;
     const worker = await createSessionWorker({ config: { ...config, databaseUrl }, log: say });
     const running = worker.run();
     // Its failure is reported by its stop below, not as an unhandled rejection meanwhile.

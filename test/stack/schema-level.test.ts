@@ -1,0 +1,89 @@
+/**
+ * The worker runs no DDL at start (issue 40 §1): `npm run db:migrate` (runMigrations) records
+ * the migration level in schema_level, and a worker checks it, refusing with SchemaBehindError
+ * when the database is behind its release (older migrations, other function files, never
+ * migrated), and writing nothing. A database a newer release migrated is accepted (a rollout).
+ * MIGRATE_ON_START=true is the opt-in for a single-process setup: that worker migrates first.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config';
+import { MIGRATIONS_DIR, SchemaBehindError, functionsDigest, runMigrations } from '../../src/db/database';
+import { useTestStack } from '../support/stack';
+
+const stack = useTestStack({ noWorker: true });
+
+const journalWhens = (): number[] =>
+  (JSON.parse(readFileSync(path.join(MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8')) as { entries: Array<{ when: number }> }).entries.map((e) => e.when);
+
+async function level() {
+  const rows = await stack().db.pool.query<{ migrated_to: string; functions_digest: string; applied_at: Date }>(
+    'select migrated_to, functions_digest, applied_at from schema_level',
+  );
+  return rows.rows.map((r) => ({ migratedTo: Number(r.migrated_to), digest: r.functions_digest, appliedAt: r.applied_at.toISOString() }));
+}
+
+/** Starts a worker, and stops it again: resolves once it started, rejects with what refused it. */
+async function startAndStop(env: Record<string, string> = {}): Promise<void> {
+  await stack().startWorker({ config: loadConfig({ ...stack().env, ...env }) });
+  await stack().stopWorker();
+}
+
+describe('the migration level a worker checks at start', () => {
+  it('runMigrations records this release’s level, and a worker starts on it', async () => {
+    expect(await level()).toEqual([{ migratedTo: Math.max(...journalWhens()), digest: functionsDigest(), appliedAt: expect.any(String) }]);
+    await startAndStop();
+  });
+
+  it('refuses to start on function files older than its own, and writes nothing', async () => {
+    await stack().db.pool.query(`update schema_level set functions_digest = 'an older release'`);
+    const before = await level();
+    const refusal = await startAndStop().catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(SchemaBehindError);
+    expect(String((refusal as Error).message)).toMatch(/SQL functions are not this release.*npm run db:migrate/);
+    expect(await level()).toEqual(before);
+    await runMigrations(stack().db);
+    expect((await level())[0].digest).toBe(functionsDigest());
+    await startAndStop();
+  });
+
+  it('refuses to start on a database whose migrations are behind', async () => {
+    const whens = journalWhens();
+    await stack().db.pool.query(`update schema_level set migrated_to = $1`, [whens[whens.length - 2]]);
+    const refusal = await startAndStop().catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(SchemaBehindError);
+    expect(String((refusal as Error).message)).toContain(`this release's newest migration is of ${new Date(Math.max(...whens)).toISOString()}`);
+    await runMigrations(stack().db);
+    await startAndStop();
+  });
+
+  it('refuses to start on a database migrated before the level was recorded (no schema_level), and db:migrate brings it up', async () => {
+    const last = Math.max(...journalWhens());
+    // The database as the previous release left it: 0026 not applied.
+    await stack().db.pool.query(`delete from drizzle.__drizzle_migrations where created_at = $1`, [last]);
+    await stack().db.pool.query('drop table schema_level');
+    const refusal = await startAndStop().catch((error: unknown) => error);
+    expect(refusal).toBeInstanceOf(SchemaBehindError);
+    expect(String((refusal as Error).message)).toContain('no migration level recorded');
+    expect((await stack().db.pool.query(`select to_regclass('public.schema_level') as t`)).rows[0].t).toBeNull();
+    await runMigrations(stack().db);
+    expect(await level()).toEqual([{ migratedTo: last, digest: functionsDigest(), appliedAt: expect.any(String) }]);
+    await startAndStop();
+  });
+
+  it('runs on a database a newer release migrated (a rollout), whatever its function files', async () => {
+    await stack().db.pool.query(`update schema_level set migrated_to = $1, functions_digest = 'a newer release'`, [Date.now() + 86_400_000 * 365 * 100]);
+    try {
+      await startAndStop();
+    } finally {
+      await runMigrations(stack().db);
+    }
+  });
+
+  it('with MIGRATE_ON_START=true migrates first, then starts', async () => {
+    await stack().db.pool.query(`update schema_level set functions_digest = 'an older release'`);
+    await startAndStop({ MIGRATE_ON_START: 'true' });
+    expect((await level())[0].digest).toBe(functionsDigest());
+  });
+});
