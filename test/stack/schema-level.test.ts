@@ -81,9 +81,26 @@ describe('the migration level a worker checks at start', () => {
     }
   });
 
-  it('with MIGRATE_ON_START=true migrates first, then starts', async () => {
+  it('with MIGRATE_ON_START=true migrates first, then starts (its login a migrator: here the superuser)', async () => {
     await stack().db.pool.query(`update schema_level set functions_digest = 'an older release'`);
-    await startAndStop({ MIGRATE_ON_START: 'true' });
+    await stack().startWorker({ config: loadConfig({ ...stack().env, MIGRATE_ON_START: 'true' }), database: stack().db });
+    await stack().stopWorker();
     expect((await level())[0].digest).toBe(functionsDigest());
+  });
+
+  it('the stack’s workers run under a login in sc_worker, which may not migrate: MIGRATE_ON_START=true fails 42501 and changes nothing', async () => {
+    const login = await stack().db.pool.query<{ member: boolean; migrator: boolean; superuser: boolean }>(
+      `select pg_has_role(rolname, 'sc_worker', 'MEMBER') as member, pg_has_role(rolname, 'sc_migrator', 'MEMBER') as migrator, rolsuper as superuser
+         from pg_roles where rolname = $1`,
+      [new URL(stack().workerDatabaseUrl).username],
+    );
+    expect(login.rows).toEqual([{ member: true, migrator: false, superuser: false }]);
+    await stack().db.pool.query(`update schema_level set functions_digest = 'an older release'`);
+    const before = await level();
+    // The stack's own worker database (the worker login): no DDL.
+    const refusal = await startAndStop({ MIGRATE_ON_START: 'true' }).catch((error: unknown) => error);
+    expect((refusal as { code?: string }).code ?? (refusal as { cause?: { code?: string } }).cause?.code).toBe('42501');
+    expect(await level()).toEqual(before);
+    await runMigrations(stack().db);
   });
 });

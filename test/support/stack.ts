@@ -16,6 +16,7 @@ import { openDatabase, type DatabaseHandle } from '../../src/db/database';
 import { lineageWorkflowId } from '../../src/workflows/contract';
 import type { LineageSettings } from '../../src/workflows/settings';
 import { createSessionWorker, type SessionWorker, type SessionWorkerOptions } from '../../src/worker';
+import { STACK_LOGINS } from '../setup/global-setup';
 import { type FakeLlm, startFakeLlm } from './fake-llm';
 import { spawnWorkerProcess, type WorkerProcess } from './worker-process';
 
@@ -37,6 +38,14 @@ async function cloneTemplateDatabase(templateUrl: string, options: { empty?: boo
   return url.toString();
 }
 
+/** The URL of the same database under one of the stack's logins (test/setup/global-setup.ts). */
+function asLogin(databaseUrl: string, login: keyof typeof STACK_LOGINS): string {
+  const url = new URL(databaseUrl);
+  url.username = STACK_LOGINS[login].user;
+  url.password = STACK_LOGINS[login].password;
+  return url.toString();
+}
+
 export interface TestStackOptions {
   env?: Record<string, string>;
   settings?: Partial<LineageSettings>;
@@ -48,10 +57,14 @@ export interface TestStackOptions {
 }
 
 export interface TestStack {
+  /** The superuser's: the tests' own reads and admin statements, the clients (for now), the CLI. */
   config: Config;
   env: Record<string, string>;
   llm: FakeLlm;
+  /** The superuser's connection: the tests' own ledger and admin reads. */
   db: DatabaseHandle;
+  /** DATABASE_URL under the worker's login (in sc_worker), as every worker the stack starts gets it. */
+  workerDatabaseUrl: string;
   client: SessionsClient;
   temporal: Client;
   worker?: SessionWorker;
@@ -79,6 +92,9 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   };
   const config = loadConfig(env);
   const db = openDatabase(databaseUrl);
+  // Workers run under the worker login: every stack test proves sc_worker's grants suffice.
+  const workerDatabaseUrl = asLogin(databaseUrl, 'worker');
+  let workerDb: DatabaseHandle | undefined;
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
   const client = await SessionsClient.connect({
@@ -95,14 +111,16 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     env,
     llm,
     db,
+    workerDatabaseUrl,
     client,
     temporal,
     async startWorker(workerOptions = {}) {
       nativeConnection ??= await NativeConnection.connect({ address: stack.temporalAddress });
+      workerDb ??= openDatabase(workerDatabaseUrl);
       const worker = await createSessionWorker({
-        config,
+        config: { ...config, databaseUrl: workerDatabaseUrl },
         connection: nativeConnection,
-        database: db,
+        database: workerDb,
         workflowBundlePath: stack.workflowBundlePath,
         log: () => undefined,
         ...options.worker,
@@ -120,7 +138,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       result.worker = undefined;
     },
     async spawnWorkerProcess(overrides = {}) {
-      const child = await spawnWorkerProcess({ ...env, ...overrides }, { workflowBundlePath: stack.workflowBundlePath });
+      const child = await spawnWorkerProcess({ ...env, DATABASE_URL: workerDatabaseUrl, ...overrides }, { workflowBundlePath: stack.workflowBundlePath });
       children.add(child);
       return child;
     },
@@ -130,6 +148,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       await client.close();
       await connection.close();
       await nativeConnection?.close();
+      await workerDb?.close();
       await db.close();
       await llm.close();
     },
