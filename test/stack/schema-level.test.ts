@@ -4,13 +4,15 @@
  * when the database is behind its release (older migrations, other function files, never
  * migrated), and writing nothing. A database a newer release migrated is accepted (a rollout).
  * MIGRATE_ON_START=true is the opt-in for a single-process setup: that worker migrates first.
+ * The stack itself runs its workers under a login in sc_worker (no DDL) and its clients under
+ * one in sc_app and sc_reader (no table writes), which every other stack test then relies on.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config';
 import { MIGRATIONS_DIR, SchemaBehindError, functionsDigest, runMigrations } from '../../src/db/database';
-import { useTestStack } from '../support/stack';
+import { uniqueId, useTestStack } from '../support/stack';
 
 const stack = useTestStack({ noWorker: true });
 
@@ -102,5 +104,28 @@ describe('the migration level a worker checks at start', () => {
     expect((refusal as { code?: string }).code ?? (refusal as { cause?: { code?: string } }).cause?.code).toBe('42501');
     expect(await level()).toEqual(before);
     await runMigrations(stack().db);
+  });
+});
+
+describe('the stack’s client login', () => {
+  it('the stack’s clients run under a login in sc_app and sc_reader, which may not write a table', async () => {
+    const login = await stack().clientDb.pool.query<{ user: string; app: boolean; reader: boolean; worker: boolean; superuser: boolean }>(
+      `select current_user as user, pg_has_role('sc_app', 'MEMBER') as app, pg_has_role('sc_reader', 'MEMBER') as reader,
+              pg_has_role('sc_worker', 'MEMBER') as worker, (select rolsuper from pg_roles where rolname = current_user) as superuser`,
+    );
+    expect(login.rows).toEqual([{ user: 'sc_stack_app', app: true, reader: true, worker: false, superuser: false }]);
+    const write = await stack()
+      .clientDb.pool.query(`update lineages set closed_at = now()`)
+      .then(() => 'ok')
+      .catch((error: { code?: string }) => error.code);
+    expect(write).toBe('42501');
+    // The stack's SessionsClient works through it: its calls arrive on the application login.
+    const sessionId = uniqueId('app-login');
+    await stack().client.createSession({ sessionId });
+    const sessions = await stack().db.pool.query<{ usename: string }>(
+      `select distinct usename from pg_stat_activity where datname = current_database() and query like '%session_create(%' and pid <> pg_backend_pid()`,
+    );
+    expect(sessions.rows).toEqual([{ usename: 'sc_stack_app' }]);
+    expect((await stack().db.pool.query('select count(*)::int as n from lineages where id = $1', [sessionId])).rows[0].n).toBe(1);
   });
 });

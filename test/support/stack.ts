@@ -57,7 +57,7 @@ export interface TestStackOptions {
 }
 
 export interface TestStack {
-  /** The superuser's: the tests' own reads and admin statements, the clients (for now), the CLI. */
+  /** The superuser's: the tests' own reads and admin statements, the CLI. */
   config: Config;
   env: Record<string, string>;
   llm: FakeLlm;
@@ -65,7 +65,10 @@ export interface TestStack {
   db: DatabaseHandle;
   /** DATABASE_URL under the worker's login (in sc_worker), as every worker the stack starts gets it. */
   workerDatabaseUrl: string;
+  /** The stack's client, under the application login (in sc_app and sc_reader): the data plane and the operator's reads only. */
   client: SessionsClient;
+  /** The connection the stack's clients use (withClient too): the application login's. */
+  clientDb: DatabaseHandle;
   temporal: Client;
   worker?: SessionWorker;
   startWorker(options?: Partial<SessionWorkerOptions>): Promise<SessionWorker>;
@@ -97,9 +100,11 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   let workerDb: DatabaseHandle | undefined;
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  // The clients run under the application login: every stack test proves the data plane's grants suffice.
+  const clientDb = openDatabase(asLogin(databaseUrl, 'app'));
   const client = await SessionsClient.connect({
     config,
-    database: db,
+    database: clientDb,
     settings: { retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000, ...options.settings },
   });
   let nativeConnection: NativeConnection | undefined;
@@ -113,6 +118,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     db,
     workerDatabaseUrl,
     client,
+    clientDb,
     temporal,
     async startWorker(workerOptions = {}) {
       nativeConnection ??= await NativeConnection.connect({ address: stack.temporalAddress });
@@ -146,6 +152,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       for (const child of children) child.kill('SIGKILL');
       await result.stopWorker();
       await client.close();
+      await clientDb.close();
       await connection.close();
       await nativeConnection?.close();
       await workerDb?.close();
@@ -187,7 +194,7 @@ export async function withClient<T>(
   options: Omit<SessionsClientOptions, 'config' | 'database'>,
   use: (client: SessionsClient) => Promise<T>,
 ): Promise<T> {
-  const client = await SessionsClient.connect({ config: stack.config, database: stack.db, ...options });
+  const client = await SessionsClient.connect({ config: stack.config, database: stack.clientDb, ...options });
   try {
     return await use(client);
   } finally {
