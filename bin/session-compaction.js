@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 const { load } = require('./entry');
-// `session-compaction worker`: the worker (applies the migrations under the advisory lock, then
-// polls until SIGINT or SIGTERM), configured by the environment as `npm run worker` is.
-// `session-compaction migrate`: only the migrations.
+// `session-compaction worker`: the worker (checks the database's migration level, then polls
+// until SIGINT or SIGTERM), configured by the environment as `npm run worker` is.
+// `session-compaction migrate`: the migrations, the deploy step before workers start.
 const USAGE =
   'usage: session-compaction <worker|migrate>\n  worker   run the compaction worker (TEMPORAL_ADDRESS, DATABASE_URL, ... as documented)\n  migrate  apply the SQL migrations to DATABASE_URL';
 const [command] = process.argv.slice(2);

@@ -1,7 +1,7 @@
 /**
  * `npm run dev`: the whole service on one machine. Embedded Postgres (unless DATABASE_URL is
  * set), the Temporal dev server with its Web UI (unless TEMPORAL_ADDRESS is set or a server
- * already listens on its address), the worker and the inspector. State lives in .dev/ (or
+ * already listens on its address), the migrations, then the worker and the inspector. State lives in .dev/ (or
  * DEV_DATA_DIR) and survives a restart.
  *
  * Stopping. SIGINT (Ctrl-C), SIGTERM or SIGHUP stops everything this script started, each
@@ -26,9 +26,11 @@ import { PROJECT_ROOT, loadConfig } from '../src/config';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../src/dev/postgres';
 import { devStackSettings, findTemporalCli } from '../src/dev/temporal-cli';
 import { isPortOpen, startLocalTemporal } from '../src/dev/temporal-server';
+import { ensureDevLogins } from '../src/dev/logins';
 import { killTethered } from '../src/dev/tether';
 import { codecFromKeys } from '../src/codec/aes-gcm-codec';
 import { codecServerOptions, createCodecServer } from '../src/codec/codec-server';
+import { openDatabase, runMigrations } from '../src/db/database';
 import { createSessionWorker, installRuntime } from '../src/worker';
 import { SessionsClient } from '../src/client/sessions-client';
 import { startInspector } from '../src/inspector/server';
@@ -162,7 +164,25 @@ async function main(): Promise<number> {
     }
     if (stopping) return;
 
-    const worker = await createSessionWorker({ config: { ...config, databaseUrl }, log: say });
+    // The deploy step first (`npm run db:migrate`), as the dev stack's Postgres superuser: the
+    // worker only checks the migration level at start, it runs no DDL. On the embedded Postgres,
+    // the worker and the inspector then log in under their own roles (src/dev/logins.ts); on a
+    // DATABASE_URL of yours, the worker uses it and the inspector INSPECTOR_DATABASE_URL.
+    const migrator = openDatabase(databaseUrl, { max: 1 });
+    let logins: { worker: string; reader: string };
+    try {
+      await runMigrations(migrator);
+      logins = pg
+        ? await ensureDevLogins(migrator, databaseUrl)
+        : { worker: databaseUrl, reader: process.env.INSPECTOR_DATABASE_URL ? config.inspectorDatabaseUrl : databaseUrl };
+    } finally {
+      await migrator.close();
+    }
+    say(
+      `migrations applied${pg ? `; the worker runs as ${new URL(logins.worker).username} (sc_worker), the inspector as ${new URL(logins.reader).username} (sc_reader)` : ''}`,
+    );
+    if (stopping) return;
+    const worker = await createSessionWorker({ config: { ...config, databaseUrl: logins.worker }, log: say });
     const running = worker.run();
     // Its failure is reported by its stop below, not as an unhandled rejection meanwhile.
     running.catch(() => undefined);
@@ -176,7 +196,7 @@ async function main(): Promise<number> {
     });
     if (stopping) return;
     // The inspector: read-only pages over Postgres and the workflows (127.0.0.1 by default).
-    const inspectorClient = await SessionsClient.connect({ config: { ...config, databaseUrl } });
+    const inspectorClient = await SessionsClient.connect({ config: { ...config, databaseUrl: logins.reader } });
     const inspector = await startInspector({
       client: inspectorClient,
       temporalUiUrl: process.env.TEMPORAL_UI_URL ? config.temporalUiUrl : uiUrl,

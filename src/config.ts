@@ -269,6 +269,12 @@ export interface Config {
   temporal: TemporalConfig;
   worker: WorkerTuning;
   databaseUrl: string;
+  /**
+   * MIGRATE_ON_START=true: the worker runs the migrations at start (its login must then be a
+   * member of sc_migrator), for a single-process setup. Default: it only checks the migration
+   * level and refuses to start behind it (SchemaBehindError); `npm run db:migrate` migrates.
+   */
+  migrateOnStart: boolean;
   messageLimits: MessageLimits;
   llm: LlmConfig;
   /** The provider's own compaction as a rung (NATIVE_COMPACTION, default off). */
@@ -320,6 +326,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxConcurrentLocalActivityExecutions: intFrom(env, 'WORKER_MAX_CONCURRENT_LOCAL_ACTIVITIES', 100),
     },
     databaseUrl: env.DATABASE_URL || DEV_DATABASE_URL,
+    migrateOnStart: boolFrom(env, 'MIGRATE_ON_START') ?? false,
     messageLimits: {
       maxMessageChars: intFrom(env, 'MAX_MESSAGE_CHARS', DEFAULT_MESSAGE_LIMITS.maxMessageChars),
       maxBatchMessages: intFrom(env, 'MAX_APPEND_MESSAGES', DEFAULT_MESSAGE_LIMITS.maxBatchMessages),

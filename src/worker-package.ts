@@ -11,6 +11,6 @@ assertWorkerDependencies();
 
 export { createSessionWorker, installRuntime, runWorker, PREBUILT_WORKFLOW_BUNDLES, type SessionWorker, type SessionWorkerOptions } from './worker';
 export { loadConfig, type Config } from './config';
-export { openDatabase, runMigrations, type DatabaseHandle } from './db/database';
+export { checkSchemaLevel, openDatabase, runMigrations, SchemaBehindError, type DatabaseHandle } from './db/database';
 export { encryptedDataConverter } from './codec/aes-gcm-codec';
 export { WorkerDependenciesMissingError, WORKER_PEER_DEPENDENCIES } from './worker-dependencies';

@@ -1,7 +1,9 @@
 /**
  * The worker: runs session workflows and the compaction activities against the configured
  * Temporal and Postgres. `npm run worker` runs it alone; `npm run dev` runs it inside the
- * dev stack. Migrations run on start.
+ * dev stack. It does not migrate: at start it checks that the database is at this release's
+ * migration level and refuses to run behind it (SchemaBehindError; `npm run db:migrate` is the
+ * deploy step), unless MIGRATE_ON_START=true.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -13,7 +15,7 @@ import { createRetentionActivities, type RetentionActivityDeps } from './activit
 import { createSummariser, type Summariser } from './activities/summariser';
 import { type Config, loadConfig } from './config';
 import { encryptedDataConverter } from './codec/aes-gcm-codec';
-import { openDatabase, runMigrations, type DatabaseHandle } from './db/database';
+import { checkSchemaLevel, openDatabase, runMigrations, type DatabaseHandle } from './db/database';
 import { installTracingFromConfig, shutdownTracing, tracedSummariser, workerTracingPlugin } from './tracing';
 import { describeTemporalSecurity, nativeConnectionOptions } from './temporal-connection';
 
@@ -46,7 +48,17 @@ export async function createSessionWorker(options: SessionWorkerOptions): Promis
   // Read the TLS files before anything else starts, so a wrong path fails fast and clearly.
   const connectionOptions = options.connection ? undefined : nativeConnectionOptions(config.temporal);
   const database = options.database ?? openDatabase(config.databaseUrl);
-  await runMigrations(database);
+  try {
+    if (config.migrateOnStart) {
+      await runMigrations(database);
+      say('migrations applied at start (MIGRATE_ON_START=true)');
+    } else if ((await checkSchemaLevel(database)) === 'newer') {
+      say('the database was migrated by a newer release: running on its schema (a rollout)');
+    }
+  } catch (error) {
+    if (!options.database) await database.close();
+    throw error;
+  }
   const connection = options.connection ?? (await NativeConnection.connect(connectionOptions!));
   const tracing = installTracingFromConfig(config);
   const untraced =

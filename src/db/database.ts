@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
@@ -94,6 +95,12 @@ async function applyFunctionSources(client: PoolClient): Promise<void> {
       }
     }
     for (const retired of RETIRED_FUNCTIONS) await client.query(`DROP FUNCTION IF EXISTS ${retired}`);
+    // The level workers check at start (checkSchemaLevel), with the functions it describes.
+    await client.query(
+      `INSERT INTO schema_level (one, migrated_to, functions_digest) VALUES (true, $1, $2)
+       ON CONFLICT (one) DO UPDATE SET migrated_to = EXCLUDED.migrated_to, functions_digest = EXCLUDED.functions_digest, applied_at = now()`,
+      [lastMigrationMillis(), functionsDigest()],
+    );
     // The roles' privileges (docs/security.md, "Roles"): the functions just applied included.
     await client.query('SELECT sc_apply_grants()');
     await client.query('COMMIT');
@@ -107,6 +114,59 @@ async function applyFunctionSources(client: PoolClient): Promise<void> {
 function lastMigrationMillis(): number {
   const journal = JSON.parse(readFileSync(path.join(MIGRATIONS_DIR, 'meta/_journal.json'), 'utf8')) as { entries: Array<{ when: number }> };
   return Math.max(...journal.entries.map((entry) => entry.when));
+}
+
+/** SHA-256 of the function files (names and contents, in the order they are applied): which functions a release expects. */
+export function functionsDigest(dir = FUNCTIONS_DIR): string {
+  const hash = createHash('sha256');
+  for (const source of functionSources(dir)) hash.update(`${source.file}\0${source.sql}\0`);
+  return hash.digest('hex');
+}
+
+/**
+ * The database is behind the release that checks it: its migrations, or its function files,
+ * are older. Nothing was started; run `npm run db:migrate` (or `session-compaction migrate`)
+ * with the migrator's DATABASE_URL, then start again.
+ */
+export class SchemaBehindError extends Error {
+  constructor(public readonly detail: string) {
+    super(
+      `the database schema is behind this release (${detail}): run \`npm run db:migrate\` (or \`session-compaction migrate\`) as the migrator first, ` +
+        'or set MIGRATE_ON_START=true where the worker may run DDL (a single-process setup)',
+    );
+    this.name = 'SchemaBehindError';
+  }
+}
+
+/**
+ * What a worker does at start instead of migrating: reads the level the last runMigrations
+ * recorded (schema_level, migration 0026) and throws SchemaBehindError unless it is this
+ * release's (its newest migration and the digest of its function files) or a newer release's
+ * (an older worker during a rollout keeps running on the newer schema, as runMigrations keeps
+ * that release's functions). Reads only: the worker's role needs no DDL for it.
+ */
+export async function checkSchemaLevel(handle: DatabaseHandle): Promise<'current' | 'newer'> {
+  const level = await handle.pool
+    .query<{ migrated_to: string; functions_digest: string }>('SELECT migrated_to, functions_digest FROM schema_level')
+    .catch((error: unknown) => {
+      // 42P01 (undefined_table): migrated by a release older than 0026, or never.
+      if ((error as { code?: string }).code === '42P01') return undefined;
+      throw error;
+    });
+  const row = level?.rows[0];
+  if (!row) throw new SchemaBehindError('no migration level recorded: the database was never migrated by this release');
+  const migratedTo = Number(row.migrated_to);
+  const expected = lastMigrationMillis();
+  if (migratedTo > expected) return 'newer';
+  if (migratedTo < expected) {
+    throw new SchemaBehindError(`migrated to ${new Date(migratedTo).toISOString()}, this release's newest migration is of ${new Date(expected).toISOString()}`);
+  }
+  if (row.functions_digest !== functionsDigest()) {
+    throw new SchemaBehindError(
+      `its SQL functions are not this release's function files (digest ${row.functions_digest.slice(0, 12)}, expected ${functionsDigest().slice(0, 12)})`,
+    );
+  }
+  return 'current';
 }
 
 /** An arbitrary, fixed key: concurrent workers starting together migrate one at a time. */

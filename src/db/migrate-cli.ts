@@ -1,4 +1,8 @@
-/** `npm run db:migrate`: applies the SQL migrations to DATABASE_URL (the worker also does on start). */
+/**
+ * `npm run db:migrate` (`session-compaction migrate`), the deploy step: applies the SQL
+ * migrations, the function files and the roles' grants to DATABASE_URL, as the migrator, and
+ * records the migration level. Workers check that level at start and refuse to run behind it.
+ */
 import { loadConfig } from '../config';
 import { ensureDatabaseExists, openDatabase, runMigrations } from './database';
 

@@ -1,7 +1,11 @@
 /**
  * Starts the real components once per `npm test`: an embedded PostgreSQL server (or uses
  * TEST_DATABASE_URL), the official Temporal dev server (headless, in memory), and bundles the
- * workflow code once for every worker the tests start.
+ * workflow code once for every worker the tests start. It migrates as the superuser (the
+ * migrator), then creates the login roles the stack's components run under (docs/security.md,
+ * "Roles"): STACK_LOGINS.worker in sc_worker for every worker the stack starts, so each stack
+ * test proves sc_worker's grants suffice; STACK_LOGINS.app in sc_app and sc_reader for the clients.
+ * The superuser stays for migrating and for the tests' own ledger and admin reads.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -15,6 +19,20 @@ import { freePort, startLocalTemporal } from '../../src/dev/temporal-server';
 declare module 'vitest' {
   export interface ProvidedContext {
     stack: { databaseUrl: string; temporalAddress: string; workflowBundlePath: string; runDir: string };
+  }
+}
+
+/** The stack's login roles (roles are the cluster's: created once, kept across runs on a TEST_DATABASE_URL server). */
+export const STACK_LOGINS = {
+  worker: { user: 'sc_stack_worker', password: 'sc_stack_worker', groups: ['sc_worker'] },
+  app: { user: 'sc_stack_app', password: 'sc_stack_app', groups: ['sc_app', 'sc_reader'] },
+} as const;
+
+async function createStackLogins(handle: ReturnType<typeof openDatabase>): Promise<void> {
+  for (const login of Object.values(STACK_LOGINS)) {
+    const exists = await handle.pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [login.user]);
+    // Fixed names and passwords of this harness, not input: safe to inline.
+    if (exists.rowCount === 0) await handle.pool.query(`CREATE ROLE ${login.user} LOGIN PASSWORD '${login.password}' IN ROLE ${login.groups.join(', ')}`);
   }
 }
 
@@ -39,6 +57,7 @@ export default async function setup(project: TestProject) {
   // Each test file gets its own database, cloned from this migrated template.
   const template = openDatabase(databaseUrl, { max: 1 });
   await runMigrations(template);
+  await createStackLogins(template);
   await template.close();
 
   const server = await startLocalTemporal({ cliPath: findTemporalCli(), port: await freePort(), headless: true, log: console.warn });

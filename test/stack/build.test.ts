@@ -125,7 +125,12 @@ describe('npm run build', () => {
 
   it('makes a worker that, with tracing on, bundles the compiled workflows at start (the prebuilt bundles have no tracing interceptors)', async () => {
     // Its own task queue: it only starts, and no work may reach it.
-    const env = { ...stack().env, TEMPORAL_TASK_QUEUE: `${stack().env.TEMPORAL_TASK_QUEUE}-traced`, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' };
+    const env = {
+      ...stack().env,
+      DATABASE_URL: stack().workerDatabaseUrl,
+      TEMPORAL_TASK_QUEUE: `${stack().env.TEMPORAL_TASK_QUEUE}-traced`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+    };
     const traced = await spawnWorkerProcess(env, { compiledWorker: path.join(outDir, 'worker.js') });
     try {
       expect(traced.output()).toContain(`workflows: bundled at start from ${path.join(outDir, 'workflows/index.js')} (tracing adds workflow interceptors)`);
@@ -138,7 +143,7 @@ describe('npm run build', () => {
     // Without the workflows' entry module the worker cannot bundle at start: only the prebuilt
     // bundle can serve the workflow below.
     rmSync(path.join(outDir, 'workflows/index.js'));
-    worker = await spawnWorkerProcess(stack().env, { compiledWorker: path.join(outDir, 'worker.js') });
+    worker = await spawnWorkerProcess({ ...stack().env, DATABASE_URL: stack().workerDatabaseUrl }, { compiledWorker: path.join(outDir, 'worker.js') });
     expect(worker.output()).toContain(`workflows: prebuilt bundle ${path.join(outDir, PREBUILT_WORKFLOW_BUNDLES.encrypted)}`);
     expect(worker.output()).toContain('payloads and failure messages in Temporal history are encrypted');
 

@@ -258,6 +258,21 @@ async function compactionInFlight(stack: Stack, sessionId: string): Promise<stri
   }
 }
 
+/** The dev logins connected to the dev database now, and what they are members of. */
+async function devLogins(stack: Stack) {
+  const pool = new Pool({ connectionString: `postgres://postgres:postgres@127.0.0.1:${stack.ports.postgres}/session_compaction`, max: 1 });
+  try {
+    const { rows } = await pool.query(
+      `SELECT DISTINCT a.usename, pg_has_role(a.usename, 'sc_worker', 'MEMBER') AS worker, pg_has_role(a.usename, 'sc_migrator', 'MEMBER') AS migrator, r.rolsuper AS superuser
+         FROM pg_stat_activity a JOIN pg_roles r ON r.rolname = a.usename
+        WHERE a.datname = 'session_compaction' AND a.usename <> 'postgres' AND pg_has_role(a.usename, 'sc_worker', 'MEMBER')`,
+    );
+    return rows;
+  } finally {
+    await pool.end();
+  }
+}
+
 /** The compaction's answer after a restart, and its audit rows in Postgres. */
 async function outcomeOf(stack: Stack, sessionId: string, requestId: string) {
   const client = await clientOf(stack);
@@ -330,6 +345,8 @@ describe.skipIf(process.platform !== 'linux')('npm run dev: stopping', () => {
     const stack = await useStack();
     const first = await startReady(stack);
     const requestId = await compactionInFlight(stack, 'ctrl-c');
+    // The dev worker runs under its own login (src/dev/logins.ts): the compaction in flight began on it.
+    expect(await devLogins(stack)).toEqual([{ usename: 'sc_dev_worker', worker: true, migrator: false, superuser: false }]);
 
     const signalled = Date.now();
     first.ctrlC();

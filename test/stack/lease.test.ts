@@ -104,7 +104,7 @@ describe('the summariser lease', () => {
     const s = stack;
     // Worker A reaches Postgres through a proxy the test can pause (A stalls at its first
     // write) and has an LLM of its own, so anything it summarises is seen.
-    const database = new URL(s.env.DATABASE_URL);
+    const database = new URL(s.workerDatabaseUrl);
     const proxy = await startTcpProxy({ host: database.hostname, port: Number(database.port) });
     const llmOfA = await startFakeLlm();
     try {

@@ -219,7 +219,7 @@ describe('a statement the database refuses while it holds the appended batch', (
 describe('the connection cut while a commit is on the wire', () => {
   it('leaves the summary and the ledger out of the worker log and the workflow history; the retry commits', async () => {
     stack = await startTestStack({ noWorker: true });
-    const url = new URL(stack.env.DATABASE_URL);
+    const url = new URL(stack.workerDatabaseUrl);
     proxy = await startTcpProxy({ host: url.hostname, port: Number(url.port) });
     const proxied = new URL(url);
     proxied.port = String(proxy.port);

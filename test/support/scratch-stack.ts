@@ -1,12 +1,14 @@
 /**
  * A throwaway local stack for scripts outside the test runner (the benchmark, the replay
- * recorder): embedded Postgres and an in-memory Temporal dev server in a temporary folder,
- * the local OpenAI-compatible server, and the environment that points the service at them.
+ * recorder): embedded Postgres (migrated, as `npm run db:migrate` does before a worker starts)
+ * and an in-memory Temporal dev server in a temporary folder, the local OpenAI-compatible
+ * server, and the environment that points the service at them.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type Config, loadConfig } from '../../src/config';
+import { openDatabase, runMigrations } from '../../src/db/database';
 import { startEmbeddedPostgres } from '../../src/dev/postgres';
 import { findTemporalCli } from '../../src/dev/temporal-cli';
 import { freePort, startLocalTemporal } from '../../src/dev/temporal-server';
@@ -48,6 +50,12 @@ export async function startScratchStack(name: string, options: ScratchStackOptio
     throw new Error(`${name}: dev server arguments (${extraArgs.join(' ')}) need the Temporal CLI: run npm run temporal:install`);
   const dir = mkdtempSync(path.join(os.tmpdir(), `${name}-`));
   const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: await freePort(), database: name.replace(/\W/g, '_') });
+  const migrator = openDatabase(pg.url, { max: 1 });
+  try {
+    await runMigrations(migrator);
+  } finally {
+    await migrator.close();
+  }
   const server = await startLocalTemporal({ cliPath, port: await freePort(), headless: true, extraArgs, log: console.warn });
   const temporal: ScratchTemporal = {
     address: server.address,

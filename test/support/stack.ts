@@ -16,6 +16,7 @@ import { openDatabase, type DatabaseHandle } from '../../src/db/database';
 import { lineageWorkflowId } from '../../src/workflows/contract';
 import type { LineageSettings } from '../../src/workflows/settings';
 import { createSessionWorker, type SessionWorker, type SessionWorkerOptions } from '../../src/worker';
+import { STACK_LOGINS } from '../setup/global-setup';
 import { type FakeLlm, startFakeLlm } from './fake-llm';
 import { spawnWorkerProcess, type WorkerProcess } from './worker-process';
 
@@ -37,6 +38,14 @@ async function cloneTemplateDatabase(templateUrl: string, options: { empty?: boo
   return url.toString();
 }
 
+/** The URL of the same database under one of the stack's logins (test/setup/global-setup.ts). */
+function asLogin(databaseUrl: string, login: keyof typeof STACK_LOGINS): string {
+  const url = new URL(databaseUrl);
+  url.username = STACK_LOGINS[login].user;
+  url.password = STACK_LOGINS[login].password;
+  return url.toString();
+}
+
 export interface TestStackOptions {
   env?: Record<string, string>;
   settings?: Partial<LineageSettings>;
@@ -48,11 +57,18 @@ export interface TestStackOptions {
 }
 
 export interface TestStack {
+  /** The superuser's: the tests' own reads and admin statements, the CLI. */
   config: Config;
   env: Record<string, string>;
   llm: FakeLlm;
+  /** The superuser's connection: the tests' own ledger and admin reads. */
   db: DatabaseHandle;
+  /** DATABASE_URL under the worker's login (in sc_worker), as every worker the stack starts gets it. */
+  workerDatabaseUrl: string;
+  /** The stack's client, under the application login (in sc_app and sc_reader): the data plane and the operator's reads only. */
   client: SessionsClient;
+  /** The connection the stack's clients use (withClient too): the application login's. */
+  clientDb: DatabaseHandle;
   temporal: Client;
   worker?: SessionWorker;
   startWorker(options?: Partial<SessionWorkerOptions>): Promise<SessionWorker>;
@@ -79,11 +95,16 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   };
   const config = loadConfig(env);
   const db = openDatabase(databaseUrl);
+  // Workers run under the worker login: every stack test proves sc_worker's grants suffice.
+  const workerDatabaseUrl = asLogin(databaseUrl, 'worker');
+  let workerDb: DatabaseHandle | undefined;
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
+  // The clients run under the application login: every stack test proves the data plane's grants suffice.
+  const clientDb = openDatabase(asLogin(databaseUrl, 'app'));
   const client = await SessionsClient.connect({
     config,
-    database: db,
+    database: clientDb,
     settings: { retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000, ...options.settings },
   });
   let nativeConnection: NativeConnection | undefined;
@@ -95,14 +116,17 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     env,
     llm,
     db,
+    workerDatabaseUrl,
     client,
+    clientDb,
     temporal,
     async startWorker(workerOptions = {}) {
       nativeConnection ??= await NativeConnection.connect({ address: stack.temporalAddress });
+      workerDb ??= openDatabase(workerDatabaseUrl);
       const worker = await createSessionWorker({
-        config,
+        config: { ...config, databaseUrl: workerDatabaseUrl },
         connection: nativeConnection,
-        database: db,
+        database: workerDb,
         workflowBundlePath: stack.workflowBundlePath,
         log: () => undefined,
         ...options.worker,
@@ -120,7 +144,7 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       result.worker = undefined;
     },
     async spawnWorkerProcess(overrides = {}) {
-      const child = await spawnWorkerProcess({ ...env, ...overrides }, { workflowBundlePath: stack.workflowBundlePath });
+      const child = await spawnWorkerProcess({ ...env, DATABASE_URL: workerDatabaseUrl, ...overrides }, { workflowBundlePath: stack.workflowBundlePath });
       children.add(child);
       return child;
     },
@@ -128,8 +152,10 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       for (const child of children) child.kill('SIGKILL');
       await result.stopWorker();
       await client.close();
+      await clientDb.close();
       await connection.close();
       await nativeConnection?.close();
+      await workerDb?.close();
       await db.close();
       await llm.close();
     },
@@ -168,7 +194,7 @@ export async function withClient<T>(
   options: Omit<SessionsClientOptions, 'config' | 'database'>,
   use: (client: SessionsClient) => Promise<T>,
 ): Promise<T> {
-  const client = await SessionsClient.connect({ config: stack.config, database: stack.db, ...options });
+  const client = await SessionsClient.connect({ config: stack.config, database: stack.clientDb, ...options });
   try {
     return await use(client);
   } finally {

@@ -30,13 +30,17 @@ const configVariables = new Set(
 );
 
 describe('docker-compose.yml', () => {
-  it('has Postgres, schema setup by admin-tools, the server, search attribute setup, the UI and the worker', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['postgres', 'temporal', 'temporal-schema', 'temporal-setup', 'temporal-ui', 'worker']);
+  it('has Postgres, schema setup by admin-tools, the server, search attribute setup, the UI, the migration step and the worker', () => {
+    expect(Object.keys(compose.services).sort()).toEqual(['migrate', 'postgres', 'temporal', 'temporal-schema', 'temporal-setup', 'temporal-ui', 'worker']);
     expect(compose.services['temporal-schema'].image).toMatch(/^temporalio\/admin-tools:/);
     expect(compose.services.temporal.image).toMatch(/^temporalio\/server:/);
     expect(compose.services.temporal.environment?.DB).toBe('postgres12');
     expect(JSON.stringify(compose)).not.toContain('auto-setup');
     expect(compose.services.worker.build).toBeDefined();
+    // The worker runs no DDL: the one-shot migration step runs first, the worker only after it succeeded.
+    expect(compose.services.migrate.command).toEqual(['node', 'bin/session-compaction.js', 'migrate']);
+    expect(compose.services.worker.depends_on).toMatchObject({ migrate: { condition: 'service_completed_successfully' } });
+    expect(compose.services.migrate.environment?.DATABASE_URL).toBe(compose.services.worker.environment?.DATABASE_URL);
   });
 
   it('pins every image to a version', () => {

@@ -6,7 +6,8 @@
 --   SECURITY DEFINER with a pinned search_path, run as a role no one logs in as;
 -- - sc_app: EXECUTE on the data-plane functions only, no privilege on any table;
 -- - sc_reader: the read functions and SELECT on every table (the inspector, operators);
--- - sc_worker: what the worker's jobs and retention do: read and write every table, every function;
+-- - sc_worker: what the worker's jobs and retention do: read and write every table (schema_level,
+--   the migration level it checks at start, only read), every function;
 -- - sc_migrator: a member of sc_owner (the migration granted it), so it can change what sc_owner owns.
 -- Without the roles (a cluster where the migrating user could not create them), or run by a user
 -- that cannot act as sc_owner, it changes nothing and answers why; else 'applied'.
@@ -61,6 +62,10 @@ BEGIN
   GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO sc_worker;
   GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO sc_worker;
   GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA public TO sc_worker;
+  -- The migration level (0026) is written by the migrator only; the worker reads it at start.
+  IF to_regclass('public.schema_level') IS NOT NULL THEN
+    REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON schema_level FROM sc_worker;
+  END IF;
   RETURN 'applied';
 END
 $$;
