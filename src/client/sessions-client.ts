@@ -411,9 +411,11 @@ export class SessionsClient {
    */
   async compactAnswer(sessionId: string, options: CompactOptions = {}): Promise<CompactResult> {
     const { timeoutMs, signal, ...fields } = options;
-    const request = checkRequestText(checkCompactRequest({ sessionId, ...fields, requestId: fields.requestId ?? randomUUID() }));
+    const asked = checkRequestText(checkCompactRequest({ sessionId, ...fields, requestId: fields.requestId ?? randomUUID() }));
     const deadline = this.callDeadline(timeoutMs);
-    const lineage = await readWithRetry(() => store.lineageState(this.database.db, request.sessionId));
+    const lineage = await readWithRetry(() => store.lineageState(this.database.db, asked.sessionId));
+    // The workflow knows sessions by their stored names (with tenants, `<tenant>:<id>`).
+    const request = { ...asked, sessionId: lineage.sessionId };
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
     this.checkHeld(lineage, request.sessionId);
     // Only a caller's own request id can have been answered before; a fresh one cannot.
@@ -527,8 +529,9 @@ export class SessionsClient {
     options: Omit<CompactOptions, 'timeoutMs' | 'signal'> & { trigger?: 'signal' | 'threshold' } = {},
   ): Promise<string> {
     const requestId = options.requestId ?? randomUUID();
-    const request = checkRequestText(checkCompactRequest({ sessionId, ...options, requestId }));
-    const lineage = await store.lineageState(this.database.db, request.sessionId);
+    const asked = checkRequestText(checkCompactRequest({ sessionId, ...options, requestId }));
+    const lineage = await store.lineageState(this.database.db, asked.sessionId);
+    const request = { ...asked, sessionId: lineage.sessionId };
     if (lineage.closed) throw new LineageClosedError(lineage.lineageId);
     this.checkHeld(lineage, request.sessionId);
     // A request id answered by a run that is gone is answered from Postgres, never run again

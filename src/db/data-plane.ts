@@ -162,9 +162,10 @@ export async function releaseAutoCompaction(db: Database, lineageId: string, req
  * SessionNotFoundError for an unknown id. What a client reads; the worker reads the row itself
  * (lineageOf, src/db/lineage-state.ts).
  */
-export async function lineageState(db: Executor, sessionId: string): Promise<LineageInfo> {
-  const { rungs: _rungs, ...lineage } = await callFunction<LineageInfo>(db, sql`select session_lineage_state(${sessionId}) as result`);
-  return lineage;
+export async function lineageState(db: Executor, sessionId: string): Promise<LineageInfo & { sessionId: string }> {
+  const { rungs: _rungs, ...lineage } = await callFunction<LineageInfo & { sessionId?: string }>(db, sql`select session_lineage_state(${sessionId}) as result`);
+  // The session's stored name (with tenants, `<tenant>:<id>`); a database before it answered none.
+  return { ...lineage, sessionId: lineage.sessionId ?? sessionId };
 }
 
 /** The live messages of exactly this session, in order, as appended (SQL `session_messages`); [] for an unknown id. */

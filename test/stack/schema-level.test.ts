@@ -62,8 +62,9 @@ describe('the migration level a worker checks at start', () => {
 
   it('refuses to start on a database migrated before the level was recorded (no schema_level), and db:migrate brings it up', async () => {
     const last = Math.max(...journalWhens());
-    // The database as the previous release left it: 0026 not applied.
-    await stack().db.pool.query(`delete from drizzle.__drizzle_migrations where created_at = $1`, [last]);
+    // The database as a release before 0026 left it: 0026 and what follows it not applied (0027 may apply again).
+    const schemaLevelWhen = journalWhens()[26]; // 0026_schema_level
+    await stack().db.pool.query(`delete from drizzle.__drizzle_migrations where created_at >= $1`, [schemaLevelWhen]);
     await stack().db.pool.query('drop table schema_level');
     const refusal = await startAndStop().catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(SchemaBehindError);

@@ -66,6 +66,13 @@ BEGIN
   IF to_regclass('public.schema_level') IS NOT NULL THEN
     REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON schema_level FROM sc_worker;
   END IF;
+  -- Which login is which tenant's (0027) is the administrator's: no role reads or writes it,
+  -- the row policies learn the caller's tenant through sc_caller_tenant (run as sc_owner), which
+  -- the reader's own SELECTs evaluate and so may call.
+  IF to_regclass('public.tenant_logins') IS NOT NULL THEN
+    REVOKE ALL ON tenant_logins FROM sc_reader, sc_worker;
+    GRANT EXECUTE ON FUNCTION sc_caller_tenant() TO sc_reader;
+  END IF;
   RETURN 'applied';
 END
 $$;

@@ -8,6 +8,8 @@ RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pu
 DECLARE
   v_lineage_id text;
 BEGIN
+  -- A tenant's login names its own lineages only (sc_tenant_id).
+  p_session_id := sc_tenant_id(p_session_id);
   SELECT s.lineage_id INTO v_lineage_id FROM sessions s WHERE s.id = p_session_id;
   IF NOT FOUND THEN
     PERFORM sc_not_found(p_session_id);

@@ -31,6 +31,8 @@ DECLARE
   v_events jsonb;
   v_count integer;
 BEGIN
+  -- A tenant's login names its own lineages only (sc_tenant_id).
+  p_session_id := sc_tenant_id(p_session_id);
   IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
     PERFORM sc_invalid('limit', 'must be a whole number from 1 to 1000');
   END IF;

@@ -17,6 +17,8 @@ DECLARE
   owner text;
   g lineages;
 BEGIN
+  -- A tenant's login names its own lineages only (sc_tenant_id).
+  p_session_id := sc_tenant_id(p_session_id);
   IF p_session_id IS NULL OR p_session_id = '' THEN
     PERFORM sc_invalid('sessionId', 'must be a non-empty string');
   END IF;

@@ -14,6 +14,8 @@ DECLARE
   n_compactions integer;
   n_keys integer;
 BEGIN
+  -- A tenant's login names its own lineages only (sc_tenant_id).
+  p_session_id := sc_tenant_id(p_session_id);
   SELECT l.* INTO g FROM sessions s JOIN lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id FOR UPDATE OF l;
   IF NOT FOUND THEN
     SELECT * INTO g FROM lineages WHERE id = p_session_id FOR UPDATE;

@@ -10,6 +10,8 @@ DECLARE
   g lineages;
   figures jsonb;
 BEGIN
+  -- A tenant's login names its own lineages only (sc_tenant_id).
+  p_lineage_id := sc_tenant_id(p_lineage_id);
   SELECT * INTO c FROM compactions
    WHERE lineage_id = p_lineage_id AND request_ids @> jsonb_build_array(p_request_id) AND outcome <> 'running'
    ORDER BY started_at LIMIT 1;

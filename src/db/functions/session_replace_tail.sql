@@ -25,6 +25,8 @@ DECLARE
   appended jsonb;
   v_result jsonb;
 BEGIN
+  -- A tenant's login names its own lineages only (sc_tenant_id).
+  p_session_id := sc_tenant_id(p_session_id);
   IF p_key IS NOT NULL AND (length(p_key) = 0 OR length(p_key) > 200) THEN
     PERFORM sc_invalid('appendKey', 'must be a string of 1 to 200 characters');
   END IF;

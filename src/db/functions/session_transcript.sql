@@ -8,6 +8,8 @@ RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_cata
 DECLARE
   g lineages;
 BEGIN
+  -- A tenant's login names its own lineages only (sc_tenant_id).
+  p_session_id := sc_tenant_id(p_session_id);
   SELECT l.* INTO g FROM sessions s JOIN lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id;
   IF NOT FOUND THEN
     PERFORM sc_not_found(p_session_id);
