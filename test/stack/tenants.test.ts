@@ -82,7 +82,12 @@ const DATA_PLANE_CALLS: Record<string, { sql: string; values?: unknown[] }> = {
   erase: { sql: 'SELECT session_erase($1, true)' },
 };
 
-const turnsOf = (tenant: string) => [{ role: 'user', content: `[tenant ${tenant}] Keep every change behind a feature flag.` }, ...agentTurn(1), ...agentTurn(2), ...agentTurn(3)];
+const turnsOf = (tenant: string) => [
+  { role: 'user', content: `[tenant ${tenant}] Keep every change behind a feature flag.` },
+  ...agentTurn(1),
+  ...agentTurn(2),
+  ...agentTurn(3),
+];
 
 let acme: Tenant;
 let beta: Tenant;
@@ -148,7 +153,7 @@ describe('tenants', () => {
     expect(await beta.client!.appendedUnder(id, 'turn-1')).toEqual(turnsOf('beta'));
   });
 
-  it('compacts both tenants\' chat-7 at once through the one worker, each in its own workflow, each head with its own words only', async () => {
+  it("compacts both tenants' chat-7 at once through the one worker, each in its own workflow, each head with its own words only", async () => {
     await Promise.all(
       [acme, beta].map(async (tenant, i) => {
         await tenant.client!.createSession({ sessionId: 'chat-7' });

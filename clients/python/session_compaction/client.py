@@ -457,6 +457,8 @@ class SessionsClient:
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
         self._check_held(lineage, request["sessionId"])
+        # The workflow knows sessions by their stored names (with tenants, ``<tenant>:<id>``).
+        request["sessionId"] = lineage.get("sessionId", request["sessionId"])
         # The SDK turns a cancelled Update poll into WorkflowUpdateRPCTimeoutOrCancelledError,
         # so wait_for alone cannot end the call: the loop checks the deadline itself too.
         try:
@@ -565,6 +567,7 @@ class SessionsClient:
         if lineage["closed"]:
             raise LineageClosedError(lineage["lineageId"])
         self._check_held(lineage, request["sessionId"])
+        request["sessionId"] = lineage.get("sessionId", request["sessionId"])
         # Answered already (perhaps by a run that is gone): never sent, never run again.
         if await self.recorded_answer(lineage["lineageId"], request_id) is not None:
             return request_id

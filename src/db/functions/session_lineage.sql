@@ -1,4 +1,6 @@
 -- The lineage of any session id: its state, and its sessions root first with live message counts.
+-- `sessionId` is the stored name of the session asked about (with tenants `<tenant>:<id>`, see
+-- session_lineage_state).
 CREATE OR REPLACE FUNCTION session_lineage(p_session_id text)
 RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
@@ -10,7 +12,7 @@ BEGIN
   IF NOT FOUND THEN
     PERFORM sc_not_found(p_session_id);
   END IF;
-  RETURN sc_lineage_json(g) || jsonb_build_object('sessions', coalesce((
+  RETURN sc_lineage_json(g) || jsonb_build_object('sessionId', p_session_id, 'sessions', coalesce((
     SELECT jsonb_agg(jsonb_build_object(
       'sessionId', s.id, 'parentSessionId', s.parent_session_id,
       'endedAt', to_char(s.ended_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'endReason', s.end_reason,
