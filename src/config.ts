@@ -203,6 +203,24 @@ interface CompactionConfig {
   minGain: GainPolicy;
 }
 
+export interface InspectorTenantConfig {
+  name: string;
+  token: string;
+  databaseUrl: string;
+}
+
+/** INSPECTOR_TENANTS (tenant names, as in tenant_logins) and each one's token and database. */
+function inspectorTenantsFrom(env: NodeJS.ProcessEnv): InspectorTenantConfig[] {
+  return (namesFrom(env, 'INSPECTOR_TENANTS') ?? []).map((name) => {
+    if (!/^[a-z0-9][a-z0-9_-]{0,31}$/.test(name)) throw new Error(`INSPECTOR_TENANTS must name tenants (a-z, 0-9, _ and -), got ${JSON.stringify(name)}`);
+    const prefix = `INSPECTOR_TENANT_${name.toUpperCase().replaceAll('-', '_')}_`;
+    const [token, databaseUrl] = [env[`${prefix}TOKEN`], env[`${prefix}DATABASE_URL`]];
+    if (!token) throw new Error(`${prefix}TOKEN is required for tenant ${name} (INSPECTOR_TENANTS)`);
+    if (!databaseUrl) throw new Error(`${prefix}DATABASE_URL is required for tenant ${name}: a reader login mapped to it`);
+    return { name, token, databaseUrl };
+  });
+}
+
 function namesFrom(env: NodeJS.ProcessEnv, name: string): string[] | undefined {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') return undefined;
@@ -250,6 +268,12 @@ export interface Config {
   inspectorAllowedHosts: string[];
   /** The database the inspector reads (a read-only role, once there is one); DATABASE_URL when unset. */
   inspectorDatabaseUrl: string;
+  /**
+   * Tenant mode of the inspector (docs/security.md, "Tenants"): INSPECTOR_TENANTS names them,
+   * each with INSPECTOR_TENANT_<NAME>_TOKEN (what its people present) and
+   * INSPECTOR_TENANT_<NAME>_DATABASE_URL (a reader login mapped to that tenant).
+   */
+  inspectorTenants: InspectorTenantConfig[];
   /** The Temporal Web UI, for links from the inspector. */
   temporalUiUrl: string;
   /** OTLP endpoint for traces; tracing is off without it. */
@@ -302,6 +326,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .map((h) => h.trim().toLowerCase())
       .filter(Boolean),
     inspectorDatabaseUrl: env.INSPECTOR_DATABASE_URL || env.DATABASE_URL || DEV_DATABASE_URL,
+    inspectorTenants: inspectorTenantsFrom(env),
     temporalUiUrl: (env.TEMPORAL_UI_URL || 'http://127.0.0.1:8233').replace(/\/+$/, ''),
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
     codecAuthToken: env.CODEC_AUTH_TOKEN || undefined,

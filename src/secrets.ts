@@ -42,6 +42,10 @@ export function secretsFromEnv(env: Record<string, string | undefined>): string[
     ...(env.PAYLOAD_ENCRYPTION_KEYS ?? '').split(',').map((part) => part.slice(part.indexOf(':') + 1).trim()),
     ...urlPassword(env.DATABASE_URL),
     ...urlPassword(env.INSPECTOR_DATABASE_URL),
+    // Tenant mode of the inspector: each tenant's token and database password.
+    ...Object.entries(env)
+      .filter(([name]) => /^INSPECTOR_TENANT_.+_(TOKEN|DATABASE_URL)$/.test(name))
+      .flatMap(([name, value]) => (name.endsWith('_TOKEN') ? [value] : urlPassword(value))),
   ];
   const secrets = new Set<string>();
   for (const value of values) {

@@ -38,6 +38,20 @@ export interface InspectorOptions {
   authToken?: string;
   /** Host names answered besides loopback names (and, with startInspector, the bound host): INSPECTOR_ALLOWED_HOSTS. */
   allowedHosts?: string[];
+  /**
+   * Tenant mode (docs/security.md, "Tenants"): each tenant's token shows that tenant's lineages
+   * only, read through `client`, which connects as a reader login mapped to the tenant, so the
+   * database filters (row-level security), not the inspector. With tenants, every page needs a
+   * token: a tenant's, or `authToken` (the operator's, every lineage, through `client` above).
+   */
+  tenants?: InspectorTenant[];
+}
+
+/** One tenant of an inspector in tenant mode: INSPECTOR_TENANTS and INSPECTOR_TENANT_<NAME>_* (src/config.ts). */
+export interface InspectorTenant {
+  name: string;
+  token: string;
+  client: SessionsClient;
 }
 
 /** Whether a host name is this machine only (127.0.0.0/8, ::1, localhost). */
@@ -45,15 +59,19 @@ export function isLoopback(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }
 
-/** Whether an Authorization header carries the token, as a Bearer token or a Basic password; compared in constant time. */
-function authorised(header: string | undefined, token: string): boolean {
+/** The token an Authorization header carries, as a Bearer token or a Basic password. */
+function presentedToken(header: string | undefined): string | undefined {
   const [scheme, value = ''] = (header ?? '').split(' ', 2);
-  let given: string | undefined;
-  if (/^bearer$/i.test(scheme)) given = value;
-  else if (/^basic$/i.test(scheme)) {
+  if (/^bearer$/i.test(scheme)) return value;
+  if (/^basic$/i.test(scheme)) {
     const decoded = Buffer.from(value, 'base64').toString('utf8');
-    given = decoded.includes(':') ? decoded.slice(decoded.indexOf(':') + 1) : undefined;
+    return decoded.includes(':') ? decoded.slice(decoded.indexOf(':') + 1) : undefined;
   }
+  return undefined;
+}
+
+/** Whether a presented token is `token`, compared in constant time. */
+function sameToken(given: string | undefined, token: string): boolean {
   if (given === undefined) return false;
   const a = createHash('sha256').update(given).digest();
   const b = createHash('sha256').update(token).digest();
@@ -311,10 +329,11 @@ function notFound(c: Context, message: string) {
   return c.html(page('Not found', html`<h1>Not found</h1><p>${message}</p><p><a href="/">all lineages</a></p>`), 404);
 }
 
-export function createInspectorApp(options: InspectorOptions): Hono {
-  const { client } = options;
-  const app = new Hono();
+/** The inspector's app; each request reads through the client its token selects (`c.var.client`). */
+export function createInspectorApp(options: InspectorOptions): Hono<{ Variables: { client: SessionsClient } }> {
+  const app = new Hono<{ Variables: { client: SessionsClient } }>();
   const { authToken } = options;
+  const tenants = options.tenants ?? [];
   const allowedHosts = (options.allowedHosts ?? []).map((h) => h.trim().toLowerCase()).filter(Boolean);
   // First, so every answer below (refusals, errors, 404s) carries them.
   app.use(async (c, next) => {
@@ -329,14 +348,27 @@ export function createInspectorApp(options: InspectorOptions): Hono {
     // 421 Misdirected Request: this server does not answer for that name (not 403: no credential would help).
     return c.text('Misdirected request: this inspector does not answer to that Host (INSPECTOR_ALLOWED_HOSTS lists the names it does).', 421);
   });
-  if (authToken !== undefined) {
-    app.use(async (c, next) => {
-      // The health check tells nothing about anyone's data.
-      if (c.req.path === '/healthz' || authorised(c.req.header('authorization'), authToken)) return next();
-      c.header('www-authenticate', 'Basic realm="session-compaction inspector", charset="UTF-8"');
-      return c.text('Unauthorized: this inspector needs its token (INSPECTOR_AUTH_TOKEN), as the password or a Bearer token.', 401);
-    });
-  }
+  // The client a request reads through: with no token configured (loopback only), the one;
+  // else the operator's token's, or the tenant's whose token it is; none: 401.
+  const clientFor = (header: string | undefined): SessionsClient | undefined => {
+    if (authToken === undefined && tenants.length === 0) return options.client;
+    const given = presentedToken(header);
+    // Every token is compared, so the time taken does not tell which one matched.
+    const tenant = tenants.filter((t) => sameToken(given, t.token));
+    if (authToken !== undefined && sameToken(given, authToken)) return options.client;
+    return tenant[0]?.client;
+  };
+  app.use(async (c, next) => {
+    // The health check tells nothing about anyone's data.
+    if (c.req.path === '/healthz') return next();
+    const client = clientFor(c.req.header('authorization'));
+    if (client) {
+      c.set('client', client);
+      return next();
+    }
+    c.header('www-authenticate', 'Basic realm="session-compaction inspector", charset="UTF-8"');
+    return c.text("Unauthorized: this inspector needs a token (INSPECTOR_AUTH_TOKEN, or a tenant's), as the password or a Bearer token.", 401);
+  });
   // A path or query that is not text (%00, %zz, %ED%A0%80) is a bad request: a short plain answer.
   app.use(async (c, next) => {
     const problem = unreadableUrlPart(c.req.url);
@@ -363,7 +395,7 @@ export function createInspectorApp(options: InspectorOptions): Hono {
       after: q('after'),
       limit: q('limit') === undefined ? 50 : parseWholeNumber(q('limit'), 'limit'),
     };
-    return c.html(listPage(await client.operator.listLineages(filters), filters));
+    return c.html(listPage(await c.var.client.operator.listLineages(filters), filters));
   });
   // An id that cannot exist (bad characters, too long) is as unknown as a well-formed one.
   const orNotFound = async <T>(id: string, read: () => Promise<T>): Promise<T> => {
@@ -375,16 +407,29 @@ export function createInspectorApp(options: InspectorOptions): Hono {
     }
   };
   app.get('/lineages/:id', async (c) => {
-    const detail = await orNotFound(c.req.param('id'), () => client.operator.history(c.req.param('id')));
-    const { namespace, workflowId } = client.operator.workflowLocation(detail.lineage.lineageId);
+    const detail = await orNotFound(c.req.param('id'), () => c.var.client.operator.history(c.req.param('id')));
+    const { namespace, workflowId } = c.var.client.operator.workflowLocation(detail.lineage.lineageId);
     const webUi = `${options.temporalUiUrl}/namespaces/${encodeURIComponent(namespace)}/workflows/${encodeURIComponent(workflowId)}`;
     return c.html(lineagePage(detail, webUi));
   });
-  app.get('/lineages/:id/live', async (c) => c.html(await livePanel(client, c.req.param('id'))));
-  app.get('/compactions/:id', async (c) => c.html(compactionPage(await orNotFound(c.req.param('id'), () => client.operator.compaction(c.req.param('id'))))));
+  app.get('/lineages/:id/live', async (c) => c.html(await livePanel(c.var.client, c.req.param('id'))));
+  app.get('/compactions/:id', async (c) =>
+    c.html(compactionPage(await orNotFound(c.req.param('id'), () => c.var.client.operator.compaction(c.req.param('id'))))),
+  );
   app.get('/healthz', (c) => c.text('ok'));
   app.notFound((c) => notFound(c, `nothing at ${c.req.path}`));
   return app;
+}
+
+/** Each tenant's token long enough and its own: one token never selects two views. */
+export function checkTenantTokens(tenants: readonly Pick<InspectorTenant, 'name' | 'token'>[], authToken: string | undefined): void {
+  const seen = new Set(authToken === undefined ? [] : [authToken]);
+  for (const { name, token } of tenants) {
+    const setting = `INSPECTOR_TENANT_${name.toUpperCase()}_TOKEN`;
+    if (token.length < 16) throw new InvalidInputError(setting, 'must be at least 16 characters');
+    if (seen.has(token)) throw new InvalidInputError(setting, "must differ from INSPECTOR_AUTH_TOKEN and every other tenant's token");
+    seen.add(token);
+  }
 }
 
 export interface RunningInspector {
@@ -396,10 +441,12 @@ export interface RunningInspector {
 export async function startInspector(options: InspectorOptions & { bindAddress: string }): Promise<RunningInspector> {
   const at = options.bindAddress.lastIndexOf(':');
   const hostname = options.bindAddress.slice(0, at).replace(/^\[|\]$/g, '');
-  if (!isLoopback(hostname) && !options.authToken) {
+  const tenants = options.tenants ?? [];
+  if (!isLoopback(hostname) && !options.authToken && tenants.length === 0) {
     throw new InvalidInputError('INSPECTOR_AUTH_TOKEN', `is required to bind the inspector to ${hostname}, which is not loopback: its pages show transcripts`);
   }
   if (options.authToken !== undefined && options.authToken.length < 16) throw new InvalidInputError('INSPECTOR_AUTH_TOKEN', 'must be at least 16 characters');
+  checkTenantTokens(tenants, options.authToken);
   // The bound host answers too, unless it is a wildcard (0.0.0.0, ::), which no Host names.
   const boundHost = hostname === '0.0.0.0' || hostname === '::' ? [] : [hostName(hostname.includes(':') ? `[${hostname}]` : hostname)];
   const app = createInspectorApp({ ...options, allowedHosts: [...(options.allowedHosts ?? []), ...boundHost] });
@@ -421,17 +468,28 @@ async function main(): Promise<void> {
   const config = loadConfig();
   // Its own database setting, so it can connect as a read-only role (INSPECTOR_DATABASE_URL, else DATABASE_URL).
   const client = await SessionsClient.connect({ config: { ...config, databaseUrl: config.inspectorDatabaseUrl } });
+  // Tenant mode: each tenant's pages read through its own reader login (row-level security filters).
+  checkTenantTokens(config.inspectorTenants, config.inspectorAuthToken);
+  const tenants = await Promise.all(
+    config.inspectorTenants.map(async ({ name, token, databaseUrl }) => ({
+      name,
+      token,
+      client: await SessionsClient.connect({ config: { ...config, databaseUrl } }),
+    })),
+  );
   const inspector = await startInspector({
     client,
     temporalUiUrl: config.temporalUiUrl,
     bindAddress: config.inspectorBindAddress,
     authToken: config.inspectorAuthToken,
     allowedHosts: config.inspectorAllowedHosts,
+    tenants,
   });
   console.log(`inspector: ${inspector.url} (read-only; Temporal Web UI ${config.temporalUiUrl})`);
   const stop = async () => {
     await inspector.close();
     await client.close();
+    for (const tenant of tenants) await tenant.client.close();
     process.exit(0);
   };
   const stopOrFail = () => {

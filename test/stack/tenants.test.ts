@@ -16,37 +16,28 @@
  *   the mapping itself is readable by no tenant;
  * - once tenants are on, an application login with no tenant is refused.
  */
-import { randomUUID } from 'node:crypto';
 import { Pool } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionsClient } from '../../src/client';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database';
 import { agentTurn } from '../support/agent-turn';
+import { createTenantLogin, dropTenantLogin, type TenantLogin } from '../support/tenant-logins';
 import { uniqueId, useTestStack } from '../support/stack';
 
 const stack = useTestStack();
 
-interface Tenant {
-  login: string;
-  pool: Pool;
+interface Tenant extends TenantLogin {
   database?: DatabaseHandle;
   client?: SessionsClient;
 }
 
 const created: Tenant[] = [];
 
-/** A login of this test (roles are the cluster's: a unique name, dropped afterwards) in `group`, mapped to `tenant`. */
-async function createTenantLogin(group: 'sc_app' | 'sc_reader', tenant: string, withClient: boolean): Promise<Tenant> {
-  const login = `sc_test_tenant_${tenant}_${randomUUID().slice(0, 8)}`;
-  const password = randomUUID();
-  await stack().db.pool.query(`CREATE ROLE ${login} LOGIN PASSWORD '${password}' IN ROLE ${group}`);
-  await stack().db.pool.query('INSERT INTO tenant_logins (login, tenant) VALUES ($1, $2)', [login, tenant]);
-  const url = new URL(stack().env.DATABASE_URL);
-  url.username = login;
-  url.password = password;
-  const result: Tenant = { login, pool: new Pool({ connectionString: url.toString(), max: 2 }) };
+/** A login of this test in `group`, mapped to `tenant`, with a SessionsClient of its own when `withClient`. */
+async function createTenant(group: 'sc_app' | 'sc_reader', tenant: string, withClient: boolean): Promise<Tenant> {
+  const result: Tenant = await createTenantLogin(stack().db.pool, stack().env.DATABASE_URL, group, tenant);
   if (withClient) {
-    result.database = openDatabase(url.toString());
+    result.database = openDatabase(result.url);
     result.client = await SessionsClient.connect({ config: stack().config, database: result.database });
   }
   created.push(result);
@@ -94,18 +85,16 @@ let beta: Tenant;
 let acmeReader: Tenant;
 
 beforeAll(async () => {
-  acme = await createTenantLogin('sc_app', 'acme', true);
-  beta = await createTenantLogin('sc_app', 'beta', true);
-  acmeReader = await createTenantLogin('sc_reader', 'acme', false);
+  acme = await createTenant('sc_app', 'acme', true);
+  beta = await createTenant('sc_app', 'beta', true);
+  acmeReader = await createTenant('sc_reader', 'acme', false);
 });
 
 afterAll(async () => {
   for (const tenant of created) {
     await tenant.client?.close();
     await tenant.database?.close();
-    await tenant.pool.end();
-    await stack().db.pool.query(`DROP OWNED BY ${tenant.login}`);
-    await stack().db.pool.query(`DROP ROLE IF EXISTS ${tenant.login}`);
+    await dropTenantLogin(stack().db.pool, tenant);
   }
 });
 

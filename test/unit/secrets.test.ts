@@ -41,6 +41,24 @@ describe('secretsFromEnv and redactSecrets', () => {
     expect(secretsFromEnv({ OPENAI_API_KEY: 'abc' })).toEqual([]); // too short to tell apart from text
   });
 
+  it("collects the inspector's tenant tokens and their database passwords, and INSPECTOR_TENANTS is read with each tenant's two settings", () => {
+    const tenantEnv = {
+      INSPECTOR_TENANTS: 'acme, beta-eu',
+      INSPECTOR_TENANT_ACME_TOKEN: 'acme-token-GGGG7777',
+      INSPECTOR_TENANT_ACME_DATABASE_URL: 'postgres://acme_reader:acme-HHHH8888@db/sessions',
+      INSPECTOR_TENANT_BETA_EU_TOKEN: 'beta-token-IIII9999',
+      INSPECTOR_TENANT_BETA_EU_DATABASE_URL: 'postgres://beta_reader:beta-JJJJ0000@db/sessions',
+    };
+    expect(secretsFromEnv(tenantEnv)).toEqual(expect.arrayContaining(['acme-token-GGGG7777', 'acme-HHHH8888', 'beta-token-IIII9999', 'beta-JJJJ0000']));
+    expect(loadConfig(tenantEnv).inspectorTenants).toEqual([
+      { name: 'acme', token: 'acme-token-GGGG7777', databaseUrl: tenantEnv.INSPECTOR_TENANT_ACME_DATABASE_URL },
+      { name: 'beta-eu', token: 'beta-token-IIII9999', databaseUrl: tenantEnv.INSPECTOR_TENANT_BETA_EU_DATABASE_URL },
+    ]);
+    expect(loadConfig({}).inspectorTenants).toEqual([]);
+    expect(() => loadConfig({ ...tenantEnv, INSPECTOR_TENANT_BETA_EU_DATABASE_URL: '' })).toThrow(/INSPECTOR_TENANT_BETA_EU_DATABASE_URL is required/);
+    expect(() => loadConfig({ INSPECTOR_TENANTS: 'Acme' })).toThrow(/INSPECTOR_TENANTS must name tenants/);
+  });
+
   it('replaces a secret as it is, JSON-escaped and URL-encoded; leaves other text alone', () => {
     const secrets = secretsFromEnv({ OPENAI_API_KEY: 'sk-"quoted"/key+1' });
     expect(redactSecrets('Bearer sk-"quoted"/key+1 was refused', secrets)).toBe('Bearer [redacted] was refused');
