@@ -11,7 +11,7 @@ CREATE OR REPLACE FUNCTION reject_messages_for_ended_sessions() RETURNS trigger 
 DECLARE
   ended timestamptz;
 BEGIN
-  SELECT ended_at INTO ended FROM sessions WHERE id = NEW.session_id FOR SHARE;
+  SELECT ended_at INTO ended FROM public.sessions WHERE id = NEW.session_id FOR SHARE;
   IF ended IS NOT NULL THEN
     RAISE EXCEPTION 'session % has ended; messages belong in its lineage head', NEW.session_id
       USING ERRCODE = 'check_violation';

@@ -38,10 +38,10 @@ DECLARE
   prior_lock_timeout text := current_setting('lock_timeout');
 BEGIN
   IF p_policy IS NULL OR jsonb_typeof(p_policy) <> 'object' THEN
-    PERFORM sc_invalid('policy', 'must be an object of {endedSessionDays, archivedDays, auditDays, appendKeyDays}');
+    PERFORM public.sc_invalid('policy', 'must be an object of {endedSessionDays, archivedDays, auditDays, appendKeyDays}');
   END IF;
   IF p_batch IS NULL OR p_batch < 1 THEN
-    PERFORM sc_invalid('batch', 'must be a positive whole number');
+    PERFORM public.sc_invalid('batch', 'must be a positive whole number');
   END IF;
   PERFORM set_config('lock_timeout', '60s', true);
   BEGIN
@@ -51,10 +51,10 @@ BEGIN
       USING ERRCODE = 'lock_not_available';
   END;
   PERFORM set_config('lock_timeout', prior_lock_timeout, true);
-  CREATE TEMP TABLE IF NOT EXISTS sc_doomed (id bigint PRIMARY KEY, lineage_id text, lineage_seq integer) ON COMMIT DROP;
-  TRUNCATE sc_doomed;
-  INSERT INTO sc_doomed
-    SELECT m.id, s.lineage_id, m.lineage_seq FROM messages m JOIN sessions s ON s.id = m.session_id
+  CREATE TEMP TABLE IF NOT EXISTS pg_temp.sc_doomed (id bigint PRIMARY KEY, lineage_id text, lineage_seq integer) ON COMMIT DROP;
+  TRUNCATE pg_temp.sc_doomed;
+  INSERT INTO pg_temp.sc_doomed
+    SELECT m.id, s.lineage_id, m.lineage_seq FROM public.messages m JOIN public.sessions s ON s.id = m.session_id
     WHERE (ended_cutoff IS NOT NULL AND s.ended_at < ended_cutoff)
        OR (archived_cutoff IS NOT NULL AND m.archived_at < archived_cutoff)
     ORDER BY m.id LIMIT p_batch
@@ -62,14 +62,14 @@ BEGIN
   GET DIAGNOSTICS n_messages = ROW_COUNT;
   -- Appended messages whose last copy goes: pruned, in ranges of consecutive numbers.
   WITH gone AS (
-    SELECT DISTINCT d.lineage_id, d.lineage_seq FROM sc_doomed d
+    SELECT DISTINCT d.lineage_id, d.lineage_seq FROM pg_temp.sc_doomed d
     WHERE d.lineage_seq IS NOT NULL
-      AND NOT EXISTS (SELECT 1 FROM messages m JOIN sessions s ON s.id = m.session_id
-                      WHERE s.lineage_id = d.lineage_id AND m.lineage_seq = d.lineage_seq AND NOT EXISTS (SELECT 1 FROM sc_doomed x WHERE x.id = m.id))
+      AND NOT EXISTS (SELECT 1 FROM public.messages m JOIN public.sessions s ON s.id = m.session_id
+                      WHERE s.lineage_id = d.lineage_id AND m.lineage_seq = d.lineage_seq AND NOT EXISTS (SELECT 1 FROM pg_temp.sc_doomed x WHERE x.id = m.id))
   ), islands AS (
     SELECT lineage_id, lineage_seq, lineage_seq - row_number() OVER (PARTITION BY lineage_id ORDER BY lineage_seq) AS island FROM gone
   ), ranges AS (
-    INSERT INTO pruned_messages (lineage_id, from_seq, to_seq, rows)
+    INSERT INTO public.pruned_messages (lineage_id, from_seq, to_seq, rows)
     SELECT lineage_id, min(lineage_seq), max(lineage_seq), count(*) FROM islands GROUP BY lineage_id, island
     RETURNING 1
   )
@@ -77,24 +77,24 @@ BEGIN
   IF p_export THEN
     SELECT coalesce(jsonb_agg(jsonb_build_object('lineageId', d.lineage_id, 'sessionId', m.session_id, 'seq', m.seq, 'lineageSeq', m.lineage_seq,
              'createdAt', to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'message', m.body) ORDER BY m.id), '[]'::jsonb)
-      INTO exported FROM sc_doomed d JOIN messages m ON m.id = d.id;
+      INTO exported FROM pg_temp.sc_doomed d JOIN public.messages m ON m.id = d.id;
   END IF;
-  DELETE FROM messages WHERE id IN (SELECT id FROM sc_doomed);
+  DELETE FROM public.messages WHERE id IN (SELECT id FROM pg_temp.sc_doomed);
   IF audit_cutoff IS NOT NULL THEN
     WITH doomed AS (
-      SELECT c.id FROM compactions c
+      SELECT c.id FROM public.compactions c
       WHERE c.started_at < audit_cutoff AND c.outcome <> 'running'
         AND (c.outcome <> 'compacted'
-             OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = c.parent_session_id AND (c.child_session_id <> c.parent_session_id OR m.archived_by_compaction = c.id)))
+             OR NOT EXISTS (SELECT 1 FROM public.messages m WHERE m.session_id = c.parent_session_id AND (c.child_session_id <> c.parent_session_id OR m.archived_by_compaction = c.id)))
       ORDER BY c.started_at LIMIT p_batch
       FOR UPDATE OF c SKIP LOCKED
     )
-    DELETE FROM compactions WHERE id IN (SELECT id FROM doomed);
+    DELETE FROM public.compactions WHERE id IN (SELECT id FROM doomed);
     GET DIAGNOSTICS n_compactions = ROW_COUNT;
   END IF;
   IF key_cutoff IS NOT NULL THEN
-    WITH doomed AS (SELECT lineage_id, append_key FROM append_keys WHERE created_at < key_cutoff LIMIT p_batch FOR UPDATE SKIP LOCKED)
-    DELETE FROM append_keys k USING doomed d WHERE k.lineage_id = d.lineage_id AND k.append_key = d.append_key;
+    WITH doomed AS (SELECT lineage_id, append_key FROM public.append_keys WHERE created_at < key_cutoff LIMIT p_batch FOR UPDATE SKIP LOCKED)
+    DELETE FROM public.append_keys k USING doomed d WHERE k.lineage_id = d.lineage_id AND k.append_key = d.append_key;
     GET DIAGNOSTICS n_keys = ROW_COUNT;
   END IF;
   RETURN jsonb_build_object('messages', n_messages, 'compactions', n_compactions, 'appendKeys', n_keys, 'prunedRanges', n_ranges,

@@ -33,7 +33,7 @@ BEGIN
       END IF;
       IF v->>'type' = 'text' AND jsonb_typeof(v->'text') IS DISTINCT FROM 'string' THEN RETURN jsonb_build_object('field', at || '.text', 'detail', 'must be a string'); END IF;
       IF v->>'type' = 'file' THEN
-        found := sc_ai_sdk_data_problem(v->'data', at || '.data', ARRAY['data', 'url', 'reference', 'text']);
+        found := public.sc_ai_sdk_data_problem(v->'data', at || '.data', ARRAY['data', 'url', 'reference', 'text']);
         IF found IS NOT NULL THEN RETURN found; END IF;
         IF jsonb_typeof(v->'data') <> 'object' THEN
           RETURN jsonb_build_object('field', at || '.data', 'detail', 'must be tagged data ({type: data | url | reference | text, ...})');

@@ -54,10 +54,10 @@ BEGIN
       IF jsonb_typeof(p->'text') IS DISTINCT FROM 'string' THEN RETURN jsonb_build_object('field', at || '.text', 'detail', format('a %s part needs a string text', t)); END IF;
     ELSIF t = 'image' THEN
       IF p ? 'mediaType' AND jsonb_typeof(p->'mediaType') <> 'string' THEN RETURN jsonb_build_object('field', at || '.mediaType', 'detail', 'must be a string'); END IF;
-      found := sc_ai_sdk_data_problem(p->'image', at || '.image', ARRAY[]::text[]);
+      found := public.sc_ai_sdk_data_problem(p->'image', at || '.image', ARRAY[]::text[]);
       IF found IS NOT NULL THEN RETURN found; END IF;
     ELSIF t IN ('file', 'reasoning-file') THEN
-      found := sc_ai_sdk_data_problem(p->'data', at || '.data', CASE WHEN t = 'file' THEN ARRAY['data', 'url', 'reference', 'text'] ELSE ARRAY['data', 'url'] END);
+      found := public.sc_ai_sdk_data_problem(p->'data', at || '.data', CASE WHEN t = 'file' THEN ARRAY['data', 'url', 'reference', 'text'] ELSE ARRAY['data', 'url'] END);
       IF found IS NOT NULL THEN RETURN found; END IF;
       IF t = 'reasoning-file' AND jsonb_typeof(p->'data') = 'object' AND coalesce(p->'data'->>'type', '') NOT IN ('data', 'url') THEN
         RETURN jsonb_build_object('field', at || '.data', 'detail', 'must be a base64 or URL string, or tagged data or url');
@@ -81,7 +81,7 @@ BEGIN
           RETURN jsonb_build_object('field', at || '.providerExecuted', 'detail', 'must be a boolean');
         END IF;
       ELSE
-        found := sc_ai_sdk_output_problem(p->'output', at || '.output');
+        found := public.sc_ai_sdk_output_problem(p->'output', at || '.output');
         IF found IS NOT NULL THEN RETURN found; END IF;
       END IF;
     ELSIF t IN ('tool-approval-request', 'tool-approval-response') THEN

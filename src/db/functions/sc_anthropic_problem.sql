@@ -16,7 +16,7 @@ BEGIN
   IF jsonb_typeof(m->'content') IS DISTINCT FROM 'array' THEN
     RETURN jsonb_build_object('field', 'content', 'detail', 'must be a string or an array of content blocks');
   END IF;
-  found := sc_typed_parts_problem(m->'content', 'content');
+  found := public.sc_typed_parts_problem(m->'content', 'content');
   IF found IS NOT NULL THEN RETURN found; END IF;
   FOR b, j IN SELECT value, ordinality - 1 FROM jsonb_array_elements(m->'content') WITH ORDINALITY LOOP
     IF b->>'type' = 'tool_use' THEN

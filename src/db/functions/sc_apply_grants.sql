@@ -71,7 +71,7 @@ BEGIN
   -- the reader's own SELECTs evaluate and so may call.
   IF to_regclass('public.tenant_logins') IS NOT NULL THEN
     REVOKE ALL ON tenant_logins FROM sc_reader, sc_worker;
-    GRANT EXECUTE ON FUNCTION sc_caller_tenant() TO sc_reader;
+    GRANT EXECUTE ON FUNCTION public.sc_caller_tenant() TO sc_reader;
   END IF;
   RETURN 'applied';
 END

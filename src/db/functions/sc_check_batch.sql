@@ -17,49 +17,49 @@ DECLARE
   problem jsonb;
   chars bigint;
   total bigint := 0;
-  d dialects;
+  d public.dialects;
 BEGIN
-  SELECT * INTO d FROM dialects WHERE name = p_dialect;
+  SELECT * INTO d FROM public.dialects WHERE name = p_dialect;
   IF NOT FOUND THEN
-    PERFORM sc_invalid('dialect', format('%s is not a known dialect', coalesce(to_jsonb(p_dialect)::text, 'null')));
+    PERFORM public.sc_invalid('dialect', format('%s is not a known dialect', coalesce(to_jsonb(p_dialect)::text, 'null')));
   END IF;
   IF p_messages IS NULL OR jsonb_typeof(p_messages) <> 'array' THEN
-    PERFORM sc_invalid('messages', 'must be an array of messages');
+    PERFORM public.sc_invalid('messages', 'must be an array of messages');
   END IF;
   IF jsonb_array_length(p_messages) = 0 THEN
-    PERFORM sc_invalid('messages', 'must hold at least one message');
+    PERFORM public.sc_invalid('messages', 'must hold at least one message');
   END IF;
   IF jsonb_array_length(p_messages) > 1000 THEN
-    PERFORM sc_invalid('messages', format('holds %s messages; at most 1000 per append', jsonb_array_length(p_messages)));
+    PERFORM public.sc_invalid('messages', format('holds %s messages; at most 1000 per append', jsonb_array_length(p_messages)));
   END IF;
   IF octet_length(p_messages::text) > 67108864 THEN
-    PERFORM sc_invalid('messages', format('is %s bytes of JSON; at most 67108864 per append', octet_length(p_messages::text)));
+    PERFORM public.sc_invalid('messages', format('is %s bytes of JSON; at most 67108864 per append', octet_length(p_messages::text)));
   END IF;
   FOR m, i IN SELECT value, ordinality - 1 FROM jsonb_array_elements(p_messages) WITH ORDINALITY LOOP
     f := format('messages[%s]', i);
     IF jsonb_typeof(m) <> 'object' THEN
-      PERFORM sc_invalid(f, 'must be an object');
+      PERFORM public.sc_invalid(f, 'must be an object');
     END IF;
     EXECUTE format('SELECT %I($1)', d.problem_function) INTO problem USING m;
     IF problem IS NOT NULL THEN
-      PERFORM sc_invalid(f || CASE WHEN problem->>'field' = '' THEN '' WHEN left(problem->>'field', 1) = '[' THEN problem->>'field' ELSE '.' || (problem->>'field') END, problem->>'detail');
+      PERFORM public.sc_invalid(f || CASE WHEN problem->>'field' = '' THEN '' WHEN left(problem->>'field', 1) = '[' THEN problem->>'field' ELSE '.' || (problem->>'field') END, problem->>'detail');
     END IF;
     -- Nothing appended may pose as a summary this service wrote (src/compaction/messages.ts).
     IF d.reserved_name IS NOT NULL AND m->>'name' = d.reserved_name THEN
-      PERFORM sc_invalid(f || '.name', format('"%s" is reserved for the summaries this service writes', d.reserved_name));
+      PERFORM public.sc_invalid(f || '.name', format('"%s" is reserved for the summaries this service writes', d.reserved_name));
     END IF;
-    chars := length(sc_message_text(p_dialect, m));
+    chars := length(public.sc_message_text(p_dialect, m));
     IF chars > 200000 THEN
-      PERFORM sc_invalid(f, format('is %s characters; at most 200000', chars));
+      PERFORM public.sc_invalid(f, format('is %s characters; at most 200000', chars));
     END IF;
     total := total + chars;
-    IF sc_poses_as_summary(p_dialect, m) THEN
-      PERFORM sc_invalid(f || '.' || d.summary_marker_field,
+    IF public.sc_poses_as_summary(p_dialect, m) THEN
+      PERFORM public.sc_invalid(f || '.' || d.summary_marker_field,
         'must not start with the compaction summary marker, which is reserved for the summaries this service writes');
     END IF;
   END LOOP;
   IF total > 2000000 THEN
-    PERFORM sc_invalid('messages', format('total %s characters; at most 2000000 per append', total));
+    PERFORM public.sc_invalid('messages', format('total %s characters; at most 2000000 per append', total));
   END IF;
 END
 $$;

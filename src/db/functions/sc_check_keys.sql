@@ -6,7 +6,7 @@ DECLARE
 BEGIN
   SELECT k INTO unknown FROM jsonb_object_keys(p_object) k WHERE NOT k = ANY (p_allowed) ORDER BY k LIMIT 1;
   IF unknown IS NOT NULL THEN
-    PERFORM sc_invalid(p_field || '.' || unknown, 'is not a known field');
+    PERFORM public.sc_invalid(p_field || '.' || unknown, 'is not a known field');
   END IF;
 END
 $$;

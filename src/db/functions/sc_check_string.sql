@@ -3,7 +3,7 @@ CREATE OR REPLACE FUNCTION sc_check_string(p_value jsonb, p_field text, p_min in
 LANGUAGE plpgsql AS $$
 BEGIN
   IF jsonb_typeof(p_value) IS DISTINCT FROM 'string' OR length(p_value #>> '{}') < p_min OR length(p_value #>> '{}') > p_max THEN
-    PERFORM sc_invalid(p_field, format('must be a string of %s to %s characters', p_min, p_max));
+    PERFORM public.sc_invalid(p_field, format('must be a string of %s to %s characters', p_min, p_max));
   END IF;
 END
 $$;

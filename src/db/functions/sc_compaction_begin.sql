@@ -7,17 +7,17 @@
 CREATE OR REPLACE FUNCTION sc_compaction_begin(p jsonb)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
-  g lineages;
-  c compactions;
+  g public.lineages;
+  c public.compactions;
 BEGIN
-  SELECT * INTO g FROM lineages WHERE id = p->>'lineageId';
+  SELECT * INTO g FROM public.lineages WHERE id = p->>'lineageId';
   IF NOT FOUND THEN
     RETURN jsonb_build_object('missing', true);
   END IF;
   IF p->>'incarnation' IS NOT NULL AND p->>'incarnation' <> g.incarnation THEN
     RETURN jsonb_build_object('erased', true, 'headSessionId', g.head_session_id, 'generation', g.generation);
   END IF;
-  INSERT INTO compactions (id, lineage_id, parent_session_id, generation, request_ids, trigger, model, outcome, attempts)
+  INSERT INTO public.compactions (id, lineage_id, parent_session_id, generation, request_ids, trigger, model, outcome, attempts)
   VALUES (p->>'jobId', g.id, p->>'parentSessionId', (p->>'generation')::int + 1, p->'requestIds', p->>'trigger', p->>'model', 'running', (p->>'attempt')::int)
   ON CONFLICT (id) DO UPDATE SET attempts = greatest(compactions.attempts, excluded.attempts)
   RETURNING * INTO c;
@@ -35,6 +35,6 @@ BEGIN
       SELECT jsonb_agg(jsonb_build_object(
         'id', m.id, 'seq', m.seq, 'body', m.body, 'tokenEstimate', m.token_estimate, 'lineageSeq', m.lineage_seq,
         'originMessageId', m.origin_message_id) ORDER BY m.seq)
-      FROM messages m WHERE m.session_id = p->>'parentSessionId' AND m.archived_at IS NULL), '[]'::jsonb));
+      FROM public.messages m WHERE m.session_id = p->>'parentSessionId' AND m.archived_at IS NULL), '[]'::jsonb));
 END
 $$;

@@ -17,8 +17,8 @@
 CREATE OR REPLACE FUNCTION sc_compaction_commit(p jsonb)
 RETURNS jsonb LANGUAGE plpgsql AS $$
 DECLARE
-  g lineages;
-  c compactions;
+  g public.lineages;
+  c public.compactions;
   v_job text := p->>'jobId';
   v_parent text := p->>'parentSessionId';
   v_attempt integer := (p->>'attempt')::integer;
@@ -38,18 +38,18 @@ DECLARE
   v_summarised_tokens bigint;
   v_follow_up text;
 BEGIN
-  SELECT * INTO g FROM lineages WHERE id = p->>'lineageId' FOR UPDATE;
+  SELECT * INTO g FROM public.lineages WHERE id = p->>'lineageId' FOR UPDATE;
   IF NOT FOUND THEN
     RETURN jsonb_build_object('outcome', 'missing');
   END IF;
   IF p->>'incarnation' IS NOT NULL AND p->>'incarnation' <> g.incarnation THEN
-    RETURN sc_compaction_stale(g.head_session_id, g.generation, 'the lineage was erased and created again while summarising');
+    RETURN public.sc_compaction_stale(g.head_session_id, g.generation, 'the lineage was erased and created again while summarising');
   END IF;
   -- A statement of its own after the lineage lock, so it reads the job's latest state.
-  SELECT * INTO c FROM compactions WHERE id = v_job FOR UPDATE;
+  SELECT * INTO c FROM public.compactions WHERE id = v_job FOR UPDATE;
   IF NOT FOUND THEN
     -- The job opened its row before summarising (sc_compaction_begin): only an erase removes it.
-    RETURN sc_compaction_stale(g.head_session_id, g.generation, 'the job''s audit row is gone: the lineage was erased while summarising');
+    RETURN public.sc_compaction_stale(g.head_session_id, g.generation, 'the job''s audit row is gone: the lineage was erased while summarising');
   END IF;
   IF FOUND THEN
     IF c.outcome = 'compacted' THEN
@@ -58,41 +58,41 @@ BEGIN
         'messagesAfter', coalesce(c.messages_after, 0), 'alreadyCommitted', true, 'followUpRequestId', c.follow_up_request_id));
     END IF;
     IF v_attempt IS NOT NULL AND c.attempts <> v_attempt THEN
-      RETURN sc_compaction_stale(g.head_session_id, g.generation, format('attempt %s was superseded by attempt %s', v_attempt, c.attempts));
+      RETURN public.sc_compaction_stale(g.head_session_id, g.generation, format('attempt %s was superseded by attempt %s', v_attempt, c.attempts));
     END IF;
     IF c.outcome <> 'running' THEN
       -- The job was already decided (refused, stale or aborted): a late attempt may not commit it.
-      RETURN sc_compaction_stale(g.head_session_id, g.generation, format('the compaction already ended as %s', c.outcome));
+      RETURN public.sc_compaction_stale(g.head_session_id, g.generation, format('the compaction already ended as %s', c.outcome));
     END IF;
   END IF;
   IF g.closed_at IS NOT NULL THEN
-    RETURN sc_compaction_stale(g.head_session_id, g.generation, 'the lineage was closed');
+    RETURN public.sc_compaction_stale(g.head_session_id, g.generation, 'the lineage was closed');
   END IF;
   IF g.head_session_id <> v_parent OR g.generation <> v_generation - 1 THEN
-    RETURN sc_compaction_stale(g.head_session_id, g.generation,
+    RETURN public.sc_compaction_stale(g.head_session_id, g.generation,
       format('the lineage moved on to %s (generation %s) while summarising', g.head_session_id, g.generation));
   END IF;
 
   -- Lock the parent's row before reading what to carry: a writer that bypasses the lineage
   -- lock holds it FOR SHARE from its insert (the ended-session trigger) to its commit, so it
   -- either commits first and is seen below, or waits and then finds the parent ended.
-  PERFORM 1 FROM sessions WHERE id = v_parent FOR UPDATE;
+  PERFORM 1 FROM public.sessions WHERE id = v_parent FOR UPDATE;
   -- A message the summary read may have been taken back since (session_replace_tail): the
   -- head this job built would bring it back, so it does not commit.
-  SELECT count(*) INTO v_live FROM messages WHERE session_id = v_parent AND archived_at IS NULL AND seq <= v_watermark;
+  SELECT count(*) INTO v_live FROM public.messages WHERE session_id = v_parent AND archived_at IS NULL AND seq <= v_watermark;
   IF v_live <> v_snapshot_rows THEN
-    RETURN sc_compaction_stale(g.head_session_id, g.generation,
+    RETURN public.sc_compaction_stale(g.head_session_id, g.generation,
       format('%s message(s) the summary read were taken back while summarising', v_snapshot_rows - v_live));
   END IF;
   SELECT coalesce(array_agg(id ORDER BY seq), '{}') INTO v_carried
-  FROM messages WHERE session_id = v_parent AND archived_at IS NULL AND seq > v_watermark;
+  FROM public.messages WHERE session_id = v_parent AND archived_at IS NULL AND seq > v_watermark;
   IF v_carried <> ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(p->'carriedIds') WITH ORDINALITY AS t(x, o) ORDER BY o) THEN
     -- The gates did not see this head: nothing is written, and the activity gates again.
     RETURN jsonb_build_object('outcome', 'appended', 'rows', coalesce((
       SELECT jsonb_agg(jsonb_build_object(
         'id', m.id, 'seq', m.seq, 'body', m.body, 'tokenEstimate', m.token_estimate, 'lineageSeq', m.lineage_seq,
         'originMessageId', m.origin_message_id) ORDER BY m.seq)
-      FROM messages m WHERE m.id = ANY (v_carried)), '[]'::jsonb));
+      FROM public.messages m WHERE m.id = ANY (v_carried)), '[]'::jsonb));
   END IF;
   -- A head the gates refused is only refused if it is the real one: every check above passed.
   IF coalesce((p->>'checkOnly')::boolean, false) THEN
@@ -101,25 +101,25 @@ BEGIN
 
   IF p->>'mode' = 'rotate' THEN
     v_head := p->>'childSessionId';
-    INSERT INTO sessions (id, lineage_id, parent_session_id, generation, source) VALUES (v_head, g.id, v_parent, v_generation, g.source);
+    INSERT INTO public.sessions (id, lineage_id, parent_session_id, generation, source) VALUES (v_head, g.id, v_parent, v_generation, g.source);
   ELSE
-    SELECT coalesce(max(seq), 0) + 1 INTO v_first_seq FROM messages WHERE session_id = v_head;
-    UPDATE messages SET archived_at = now(), archived_by_compaction = v_job WHERE session_id = v_head AND archived_at IS NULL;
-    UPDATE sessions SET generation = v_generation WHERE id = v_head;
+    SELECT coalesce(max(seq), 0) + 1 INTO v_first_seq FROM public.messages WHERE session_id = v_head;
+    UPDATE public.messages SET archived_at = now(), archived_by_compaction = v_job WHERE session_id = v_head AND archived_at IS NULL;
+    UPDATE public.sessions SET generation = v_generation WHERE id = v_head;
   END IF;
   -- A kept message (copyOf) takes its body from the row it copies: the body never passes
   -- through JavaScript, whose numbers would round a 64-bit id another client stored.
-  INSERT INTO messages (session_id, seq, role, body, token_estimate, lineage_seq, origin_message_id, written_by_compaction)
+  INSERT INTO public.messages (session_id, seq, role, body, token_estimate, lineage_seq, origin_message_id, written_by_compaction)
   SELECT v_head, v_first_seq + h.ord::integer - 1, h.e->>'role',
-         CASE WHEN h.e ? 'copyOf' THEN (SELECT m.body FROM messages m WHERE m.id = (h.e->>'copyOf')::bigint) ELSE h.e->'body' END,
+         CASE WHEN h.e ? 'copyOf' THEN (SELECT m.body FROM public.messages m WHERE m.id = (h.e->>'copyOf')::bigint) ELSE h.e->'body' END,
          (h.e->>'tokens')::integer, (h.e->>'lineageSeq')::integer, (h.e->>'originMessageId')::bigint, v_job
   FROM jsonb_array_elements(p->'head') WITH ORDINALITY AS h(e, ord);
-  INSERT INTO messages (session_id, seq, role, body, token_estimate, lineage_seq, origin_message_id, written_by_compaction)
+  INSERT INTO public.messages (session_id, seq, role, body, token_estimate, lineage_seq, origin_message_id, written_by_compaction)
   SELECT v_head, v_first_seq + v_head_count + k.ord::integer - 1, m.role, m.body, m.token_estimate, m.lineage_seq,
          coalesce(m.origin_message_id, m.id), v_job
-  FROM unnest(v_carried) WITH ORDINALITY AS k(id, ord) JOIN messages m ON m.id = k.id;
+  FROM unnest(v_carried) WITH ORDINALITY AS k(id, ord) JOIN public.messages m ON m.id = k.id;
   IF p->>'mode' = 'rotate' THEN
-    UPDATE sessions SET ended_at = clock_timestamp(), end_reason = 'compression' WHERE id = v_parent AND ended_at IS NULL;
+    UPDATE public.sessions SET ended_at = clock_timestamp(), end_reason = 'compression' WHERE id = v_parent AND ended_at IS NULL;
     GET DIAGNOSTICS v_ended = ROW_COUNT;
     IF v_ended <> 1 THEN
       RAISE EXCEPTION 'parent % was not live at commit; rolling back', v_parent;
@@ -127,8 +127,8 @@ BEGIN
   END IF;
 
   SELECT coalesce(sum((e->>'tokens')::bigint), 0) INTO v_summarised_tokens FROM jsonb_array_elements(p->'head') e;
-  v_tokens := v_summarised_tokens + coalesce((SELECT sum(token_estimate) FROM messages WHERE id = ANY (v_carried)), 0);
-  UPDATE lineages SET head_session_id = v_head, generation = v_generation, head_tokens = v_tokens, ledger = nullif(p->'ledger', 'null'::jsonb)
+  v_tokens := v_summarised_tokens + coalesce((SELECT sum(token_estimate) FROM public.messages WHERE id = ANY (v_carried)), 0);
+  UPDATE public.lineages SET head_session_id = v_head, generation = v_generation, head_tokens = v_tokens, ledger = nullif(p->'ledger', 'null'::jsonb)
   WHERE id = g.id;
 
   IF nullif(p->>'note', '') IS NOT NULL THEN
@@ -142,13 +142,13 @@ BEGIN
   END IF;
   v_still_above := g.compact_at_tokens IS NOT NULL AND v_tokens >= g.compact_at_tokens;
   IF NOT v_still_above THEN
-    PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', 'succeeded', '{}');
+    PERFORM public.sc_settle_auto_compaction(g.id, p->'requestIds', 'succeeded', '{}');
   ELSIF cardinality(v_carried) = 0 OR v_summarised_tokens >= g.compact_at_tokens OR v_summarised_tokens >= (p->>'tokensBefore')::bigint THEN
     -- The job's own head (its summary and the messages it kept) is at or above the threshold by
     -- itself, or summarising saved nothing: another job now would do no better. The cooldown
     -- ladder applies, whatever was appended meanwhile.
     v_notes := v_notes || format('the compacted head still holds %s tokens, at or above the threshold of %s', v_tokens, g.compact_at_tokens);
-    PERFORM sc_settle_auto_compaction(g.id, p->'requestIds', 'failed',
+    PERFORM public.sc_settle_auto_compaction(g.id, p->'requestIds', 'failed',
       ARRAY(SELECT x::bigint FROM jsonb_array_elements_text(p->'cooldownsMs') WITH ORDINALITY AS t(x, o) ORDER BY o));
   ELSE
     -- It shrank what it summarised, and the rows appended meanwhile keep the head above the
@@ -161,13 +161,13 @@ BEGIN
       v_tokens, g.compact_at_tokens,
       CASE WHEN v_follow_up IS NULL THEN format('%s follow-up(s) in a row already: the next append asks again', g.auto_follow_ups)
            ELSE 'compacting again at once' END);
-    UPDATE lineages SET auto_request_id = NULL, auto_failures = 0, auto_cooldown_until = NULL,
+    UPDATE public.lineages SET auto_request_id = NULL, auto_failures = 0, auto_cooldown_until = NULL,
       auto_follow_ups = auto_follow_ups + CASE WHEN v_follow_up IS NULL THEN 0 ELSE 1 END
     WHERE id = g.id;
   END IF;
   v_reason := nullif(array_to_string(v_notes, '; '), '');
 
-  INSERT INTO compactions AS x (
+  INSERT INTO public.compactions AS x (
     id, lineage_id, parent_session_id, request_ids, trigger, outcome, child_session_id, generation, tokens_before, tokens_after,
     messages_before, messages_after, summariser_prompt_tokens, summariser_completion_tokens, summariser_cached_prompt_tokens,
     watermark_seq, summarised_from_seq, summarised_to_seq, gate_results, reason, rung, passed_rungs, costs, gain, ledger, commit_retries, follow_up_request_id, finished_at)

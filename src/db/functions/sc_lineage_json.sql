@@ -1,5 +1,5 @@
 -- A lineage row as the data plane answers it (camelCase keys); `rungs` only when set at create.
-CREATE OR REPLACE FUNCTION sc_lineage_json(g lineages) RETURNS jsonb
+CREATE OR REPLACE FUNCTION sc_lineage_json(g public.lineages) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
   SELECT jsonb_build_object(
     'lineageId', g.id, 'headSessionId', g.head_session_id, 'generation', g.generation, 'mode', g.mode, 'dialect', g.dialect,

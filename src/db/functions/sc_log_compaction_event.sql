@@ -10,21 +10,21 @@
 CREATE OR REPLACE FUNCTION sc_log_compaction_event() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-  v_status text := sc_compaction_event_status(NEW.outcome);
+  v_status text := public.sc_compaction_event_status(NEW.outcome);
 BEGIN
-  IF TG_OP = 'UPDATE' AND sc_compaction_event_status(OLD.outcome) = v_status THEN
+  IF TG_OP = 'UPDATE' AND public.sc_compaction_event_status(OLD.outcome) = v_status THEN
     RETURN NULL;
   END IF;
   IF TG_OP = 'INSERT' THEN
-    INSERT INTO compaction_events (lineage_id, compaction_id, status, reason)
+    INSERT INTO public.compaction_events (lineage_id, compaction_id, status, reason)
     SELECT c.lineage_id, c.id, 'cancelled',
            'a later job of the lineage started while this one was still recorded as running: the run that held it ended without deciding it'
-      FROM compactions c
+      FROM public.compactions c
      WHERE c.lineage_id = NEW.lineage_id AND c.id <> NEW.id AND c.outcome = 'running'
-       AND NOT EXISTS (SELECT 1 FROM compaction_events e WHERE e.compaction_id = c.id AND e.status <> 'in_progress')
+       AND NOT EXISTS (SELECT 1 FROM public.compaction_events e WHERE e.compaction_id = c.id AND e.status <> 'in_progress')
      ORDER BY c.started_at, c.id;
   END IF;
-  INSERT INTO compaction_events (lineage_id, compaction_id, status) VALUES (NEW.lineage_id, NEW.id, v_status);
+  INSERT INTO public.compaction_events (lineage_id, compaction_id, status) VALUES (NEW.lineage_id, NEW.id, v_status);
   RETURN NULL;
 END
 $$;

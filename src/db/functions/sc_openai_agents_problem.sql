@@ -6,7 +6,7 @@ DECLARE
   v_field text;
 BEGIN
   IF NOT m ? 'type' OR v_type = 'message' THEN
-    RETURN sc_openai_responses_problem(m);
+    RETURN public.sc_openai_responses_problem(m);
   END IF;
   IF jsonb_typeof(m->'type') <> 'string' OR v_type = '' THEN
     RETURN jsonb_build_object('field', 'type', 'detail', 'must be a non-empty string');

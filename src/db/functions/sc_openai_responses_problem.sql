@@ -18,7 +18,7 @@ BEGIN
     END IF;
     IF jsonb_typeof(m->'content') = 'array' THEN
       IF jsonb_array_length(m->'content') > 0 THEN
-        found := sc_typed_parts_problem(m->'content', 'content');
+        found := public.sc_typed_parts_problem(m->'content', 'content');
         IF found IS NOT NULL THEN RETURN found; END IF;
       END IF;
     ELSIF jsonb_typeof(m->'content') IS DISTINCT FROM 'string' THEN

@@ -9,11 +9,11 @@ BEGIN
     RETURN;
   END IF;
   IF p_how = 'succeeded' THEN
-    UPDATE lineages SET auto_request_id = NULL, auto_failures = 0, auto_cooldown_until = NULL, auto_follow_ups = 0 WHERE id = p_lineage_id;
+    UPDATE public.lineages SET auto_request_id = NULL, auto_failures = 0, auto_cooldown_until = NULL, auto_follow_ups = 0 WHERE id = p_lineage_id;
   ELSIF p_how = 'settled' THEN
-    UPDATE lineages SET auto_request_id = NULL WHERE id = p_lineage_id AND p_request_ids ? auto_request_id;
+    UPDATE public.lineages SET auto_request_id = NULL WHERE id = p_lineage_id AND p_request_ids ? auto_request_id;
   ELSIF p_how = 'failed' THEN
-    UPDATE lineages
+    UPDATE public.lineages
     SET auto_request_id = NULL,
         auto_failures = auto_failures + 1,
         auto_cooldown_until = now() + make_interval(secs => coalesce(p_cooldowns_ms[least(auto_failures + 1, cardinality(p_cooldowns_ms))], 0) / 1000.0)

@@ -8,12 +8,12 @@
 CREATE OR REPLACE FUNCTION sc_tenant_id(p_id text) RETURNS text
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-  v_tenant text := sc_caller_tenant();
+  v_tenant text := public.sc_caller_tenant();
 BEGIN
   IF v_tenant IS NOT NULL THEN
     RETURN CASE WHEN p_id IS NULL OR starts_with(p_id, v_tenant || ':') THEN p_id ELSE v_tenant || ':' || p_id END;
   END IF;
-  IF EXISTS (SELECT 1 FROM tenant_logins) AND to_regrole('sc_app') IS NOT NULL
+  IF EXISTS (SELECT 1 FROM public.tenant_logins) AND to_regrole('sc_app') IS NOT NULL
      AND pg_has_role(session_user, 'sc_app', 'MEMBER')
      AND NOT pg_has_role(session_user, 'sc_worker', 'MEMBER') AND NOT pg_has_role(session_user, 'sc_migrator', 'MEMBER') THEN
     RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',

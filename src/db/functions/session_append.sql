@@ -19,58 +19,58 @@
 -- use), an append or resend to a lineage that was erased since, even if its id was created
 -- again, is a LineageErasedError and writes nothing. Each token count is a whole number from 0
 -- to 10,000,000; the head's sum is 64-bit.
-DROP FUNCTION IF EXISTS session_append(text, jsonb, text, integer[], bigint);
+DROP FUNCTION IF EXISTS public.session_append(text, jsonb, text, integer[], bigint);
 CREATE OR REPLACE FUNCTION session_append(p_session_id text, p_messages jsonb, p_append_key text DEFAULT NULL, p_token_counts bigint[] DEFAULT NULL,
                                p_resend_after_ms bigint DEFAULT 300000, p_incarnation text DEFAULT NULL)
 RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
-  g lineages;
+  g public.lineages;
   n integer;
   max_seq integer;
   added bigint;
   new_head_tokens bigint;
   hash text;
-  prior append_keys;
+  prior public.append_keys;
   v_result jsonb;
   fire boolean;
   request_id text;
 BEGIN
   -- A tenant's login names its own lineages only (sc_tenant_id).
-  p_session_id := sc_tenant_id(p_session_id);
+  p_session_id := public.sc_tenant_id(p_session_id);
   IF p_append_key IS NOT NULL AND (length(p_append_key) = 0 OR length(p_append_key) > 200) THEN
-    PERFORM sc_invalid('appendKey', 'must be a string of 1 to 200 characters');
+    PERFORM public.sc_invalid('appendKey', 'must be a string of 1 to 200 characters');
   END IF;
-  SELECT l.* INTO g FROM sessions s JOIN lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id FOR UPDATE OF l;
+  SELECT l.* INTO g FROM public.sessions s JOIN public.lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id FOR UPDATE OF l;
   IF NOT FOUND AND p_incarnation IS NULL THEN
-    PERFORM sc_not_found(p_session_id);
+    PERFORM public.sc_not_found(p_session_id);
   END IF;
   IF NOT FOUND OR g.incarnation <> p_incarnation THEN
-    PERFORM sc_erased(p_session_id);
+    PERFORM public.sc_erased(p_session_id);
   END IF;
-  PERFORM sc_check_batch(g.dialect, p_messages);
+  PERFORM public.sc_check_batch(g.dialect, p_messages);
   n := jsonb_array_length(p_messages);
   IF p_token_counts IS NOT NULL AND (cardinality(p_token_counts) <> n OR array_position(p_token_counts, NULL) IS NOT NULL
       OR EXISTS (SELECT 1 FROM unnest(p_token_counts) t WHERE t < 0 OR t > 10000000)) THEN
-    PERFORM sc_invalid('tokenCounts', format('must hold one count per message (%s), each a whole number from 0 to 10000000', n));
+    PERFORM public.sc_invalid('tokenCounts', format('must hold one count per message (%s), each a whole number from 0 to 10000000', n));
   END IF;
   IF p_append_key IS NOT NULL THEN
     hash := md5(p_messages::text);
-    SELECT * INTO prior FROM append_keys WHERE lineage_id = g.id AND append_key = p_append_key;
+    SELECT * INTO prior FROM public.append_keys WHERE lineage_id = g.id AND append_key = p_append_key;
     IF FOUND THEN
       IF prior.batch_hash <> hash THEN
-        PERFORM sc_invalid('appendKey', 'was already used for a different batch in this lineage');
+        PERFORM public.sc_invalid('appendKey', 'was already used for a different batch in this lineage');
       END IF;
       RETURN prior.result || '{"replayed": true}';
     END IF;
   END IF;
   IF g.closed_at IS NOT NULL THEN
-    PERFORM sc_raise('LineageClosedError', format('session lineage %s is closed', to_jsonb(g.id)::text), jsonb_build_object('lineageId', g.id));
+    PERFORM public.sc_raise('LineageClosedError', format('session lineage %s is closed', to_jsonb(g.id)::text), jsonb_build_object('lineageId', g.id));
   END IF;
-  SELECT coalesce(max(seq), 0) INTO max_seq FROM messages WHERE session_id = g.head_session_id;
+  SELECT coalesce(max(seq), 0) INTO max_seq FROM public.messages WHERE session_id = g.head_session_id;
   WITH inserted AS (
-    INSERT INTO messages (session_id, seq, role, body, token_estimate, lineage_seq, append_key)
-    SELECT g.head_session_id, max_seq + t.ord, sc_stored_role(g.dialect, t.m), t.m,
-           coalesce(p_token_counts[t.ord], sc_estimate_message_tokens(g.dialect, t.m)), g.appended_count + t.ord, p_append_key
+    INSERT INTO public.messages (session_id, seq, role, body, token_estimate, lineage_seq, append_key)
+    SELECT g.head_session_id, max_seq + t.ord, public.sc_stored_role(g.dialect, t.m), t.m,
+           coalesce(p_token_counts[t.ord], public.sc_estimate_message_tokens(g.dialect, t.m)), g.appended_count + t.ord, p_append_key
     FROM jsonb_array_elements(p_messages) WITH ORDINALITY AS t(m, ord)
     ORDER BY t.ord
     RETURNING token_estimate
@@ -82,9 +82,9 @@ BEGIN
     AND NOT (g.auto_request_id IS NOT NULL AND g.auto_request_generation = g.generation
              AND g.auto_requested_at > now() - make_interval(secs => p_resend_after_ms / 1000.0))
     AND (g.auto_cooldown_until IS NULL OR g.auto_cooldown_until <= now()
-         OR (g.head_tokens < sc_ceiling_tokens(g.compact_at_tokens, g.context_window)
-             AND new_head_tokens >= sc_ceiling_tokens(g.compact_at_tokens, g.context_window)));
-  UPDATE lineages SET
+         OR (g.head_tokens < public.sc_ceiling_tokens(g.compact_at_tokens, g.context_window)
+             AND new_head_tokens >= public.sc_ceiling_tokens(g.compact_at_tokens, g.context_window)));
+  UPDATE public.lineages SET
     appended_count = g.appended_count + n,
     head_tokens = new_head_tokens,
     auto_request_id = CASE WHEN fire THEN request_id ELSE auto_request_id END,
@@ -102,7 +102,7 @@ BEGIN
     'lastLineageSeq', g.appended_count + n)
     || CASE WHEN fire THEN jsonb_build_object('autoCompactionRequestId', request_id) ELSE '{}'::jsonb END;
   IF p_append_key IS NOT NULL THEN
-    INSERT INTO append_keys (lineage_id, append_key, batch_hash, result) VALUES (g.id, p_append_key, hash, v_result);
+    INSERT INTO public.append_keys (lineage_id, append_key, batch_hash, result) VALUES (g.id, p_append_key, hash, v_result);
   END IF;
   RETURN v_result || '{"replayed": false}';
 END

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION session_appended_under(p_session_id text, p_append_key text)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
   SELECT jsonb_agg(m.body ORDER BY m.lineage_seq)
-    FROM messages m JOIN sessions s ON s.id = m.session_id
-   WHERE s.lineage_id = (SELECT lineage_id FROM sessions WHERE id = sc_tenant_id(p_session_id))
+    FROM public.messages m JOIN public.sessions s ON s.id = m.session_id
+   WHERE s.lineage_id = (SELECT lineage_id FROM public.sessions WHERE id = public.sc_tenant_id(p_session_id))
      AND m.append_key = p_append_key AND m.written_by_compaction IS NULL;
 $$;

@@ -9,12 +9,12 @@ DECLARE
   v_lineage_id text;
 BEGIN
   -- A tenant's login names its own lineages only (sc_tenant_id).
-  p_session_id := sc_tenant_id(p_session_id);
-  SELECT s.lineage_id INTO v_lineage_id FROM sessions s WHERE s.id = p_session_id;
+  p_session_id := public.sc_tenant_id(p_session_id);
+  SELECT s.lineage_id INTO v_lineage_id FROM public.sessions s WHERE s.id = p_session_id;
   IF NOT FOUND THEN
-    PERFORM sc_not_found(p_session_id);
+    PERFORM public.sc_not_found(p_session_id);
   END IF;
-  UPDATE lineages SET closed_at = now() WHERE id = v_lineage_id AND closed_at IS NULL;
+  UPDATE public.lineages SET closed_at = now() WHERE id = v_lineage_id AND closed_at IS NULL;
   RETURN jsonb_build_object('lineageId', v_lineage_id, 'closed', true, 'changed', FOUND);
 END
 $$;

@@ -32,13 +32,13 @@ DECLARE
   v_count integer;
 BEGIN
   -- A tenant's login names its own lineages only (sc_tenant_id).
-  p_session_id := sc_tenant_id(p_session_id);
+  p_session_id := public.sc_tenant_id(p_session_id);
   IF p_limit IS NULL OR p_limit < 1 OR p_limit > 1000 THEN
-    PERFORM sc_invalid('limit', 'must be a whole number from 1 to 1000');
+    PERFORM public.sc_invalid('limit', 'must be a whole number from 1 to 1000');
   END IF;
   IF p_after IS NOT NULL THEN
     IF p_after !~ '^[0-9]{1,19}\.[0-9]{1,18}$' THEN
-      PERFORM sc_invalid('after', 'must be the cursor of a compaction event');
+      PERFORM public.sc_invalid('after', 'must be the cursor of a compaction event');
     END IF;
     v_after_tx := split_part(p_after, '.', 1)::xid8;
     v_after_id := split_part(p_after, '.', 2)::bigint;
@@ -46,16 +46,16 @@ BEGIN
   SELECT coalesce(min(x), pg_snapshot_xmax(v_snapshot)) INTO v_horizon
     FROM pg_snapshot_xip(v_snapshot) AS x
    WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.backend_xid = xid(x) AND a.datname IS NOT NULL AND a.datname <> current_database());
-  SELECT l.id, l.dialect INTO v_lineage, v_dialect FROM lineages l WHERE l.id = p_session_id;
+  SELECT l.id, l.dialect INTO v_lineage, v_dialect FROM public.lineages l WHERE l.id = p_session_id;
   IF NOT FOUND THEN
-    SELECT l.id, l.dialect INTO v_lineage, v_dialect FROM sessions s JOIN lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id;
+    SELECT l.id, l.dialect INTO v_lineage, v_dialect FROM public.sessions s JOIN public.lineages l ON l.id = s.lineage_id WHERE s.id = p_session_id;
     IF NOT FOUND THEN
-      PERFORM sc_not_found(p_session_id);
+      PERFORM public.sc_not_found(p_session_id);
     END IF;
   END IF;
 
   WITH page AS (
-    SELECT e.* FROM compaction_events e
+    SELECT e.* FROM public.compaction_events e
      WHERE e.lineage_id = v_lineage AND e.tx < v_horizon AND (e.tx, e.id) > (v_after_tx, v_after_id)
      ORDER BY e.tx, e.id
      LIMIT p_limit + 1
@@ -69,11 +69,11 @@ BEGIN
            'status', e.status,
            'summary', CASE WHEN e.status = 'completed' THEN (
                SELECT jsonb_build_array(jsonb_build_object('type', 'text', 'text',
-                        btrim(regexp_replace(sc_marker_text(sc_message_text(v_dialect, m.body)),
+                        btrim(regexp_replace(public.sc_marker_text(public.sc_message_text(v_dialect, m.body)),
                                              '^\[CONTEXT SUMMARY: reference only, written by session-compaction\]', ''), E' \t\r\n')))
-                 FROM messages m
+                 FROM public.messages m
                 WHERE m.session_id = c.child_session_id AND m.written_by_compaction = c.id AND m.origin_message_id IS NULL
-                  AND sc_poses_as_summary(v_dialect, m.body)
+                  AND public.sc_poses_as_summary(v_dialect, m.body)
                 ORDER BY m.seq LIMIT 1) END,
            'error', CASE WHEN e.status = 'failed' THEN coalesce(nullif(e.reason, ''), nullif(c.reason, ''), format('the compaction ended %s', c.outcome)) END,
            'cursor', e.tx::text || '.' || e.id::text,
@@ -87,7 +87,7 @@ BEGIN
              'sessionId', CASE WHEN e.status = 'completed' THEN c.child_session_id END, 'finishedAt', c.finished_at) END
          )) ORDER BY e.n) FILTER (WHERE e.n <= p_limit), '[]'::jsonb)
     INTO v_count, v_events
-    FROM numbered e JOIN compactions c ON c.id = e.compaction_id;
+    FROM numbered e JOIN public.compactions c ON c.id = e.compaction_id;
 
   RETURN jsonb_build_object(
     'lineageId', v_lineage,

@@ -5,5 +5,5 @@
 CREATE OR REPLACE FUNCTION session_messages(p_session_id text)
 RETURNS jsonb LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
   SELECT coalesce(jsonb_agg(m.body ORDER BY m.seq), '[]'::jsonb)
-    FROM messages m WHERE m.session_id = sc_tenant_id(p_session_id) AND m.archived_at IS NULL;
+    FROM public.messages m WHERE m.session_id = public.sc_tenant_id(p_session_id) AND m.archived_at IS NULL;
 $$;

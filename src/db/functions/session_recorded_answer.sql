@@ -6,13 +6,13 @@
 CREATE OR REPLACE FUNCTION session_recorded_answer(p_lineage_id text, p_request_id text)
 RETURNS jsonb LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
-  c compactions;
-  g lineages;
+  c public.compactions;
+  g public.lineages;
   figures jsonb;
 BEGIN
   -- A tenant's login names its own lineages only (sc_tenant_id).
-  p_lineage_id := sc_tenant_id(p_lineage_id);
-  SELECT * INTO c FROM compactions
+  p_lineage_id := public.sc_tenant_id(p_lineage_id);
+  SELECT * INTO c FROM public.compactions
    WHERE lineage_id = p_lineage_id AND request_ids @> jsonb_build_array(p_request_id) AND outcome <> 'running'
    ORDER BY started_at LIMIT 1;
   IF NOT FOUND THEN
@@ -28,7 +28,7 @@ BEGIN
       'previousSessionId', CASE WHEN c.child_session_id <> c.parent_session_id THEN c.parent_session_id END,
       'generation', c.generation)) || figures;
   END IF;
-  SELECT * INTO g FROM lineages WHERE id = p_lineage_id;
+  SELECT * INTO g FROM public.lineages WHERE id = p_lineage_id;
   RETURN jsonb_build_object('requestId', p_request_id, 'outcome', c.outcome, 'sessionId', g.head_session_id, 'generation', g.generation) || figures;
 END
 $$;
