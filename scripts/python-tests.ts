@@ -14,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig, PROJECT_ROOT } from '../src/config';
-import { openDatabase, runMigrations } from '../src/db/database';
+import { type DatabaseHandle, openDatabase, runMigrations } from '../src/db/database';
 import { startEmbeddedPostgres } from '../src/dev/postgres';
 import { findTemporalCli } from '../src/dev/temporal-cli';
 import { freePort, startLocalTemporal } from '../src/dev/temporal-server';
@@ -22,6 +22,15 @@ import { createSessionWorker, installRuntime } from '../src/worker';
 import { startFakeLlm } from '../test/support/fake-llm';
 import { startStrictResponses } from '../test/support/strict-responses';
 import { writeRankFiles } from './python-token-ranks';
+
+/** The run's login roles (a fresh cluster each run), as DATABASE_URLs of the same database. */
+async function createPythonLogins(admin: DatabaseHandle, url: string): Promise<{ worker: string; app: string }> {
+  const as = (user: string) => Object.assign(new URL(url), { username: user, password: user }).toString();
+  // Fixed names and passwords of this harness, not input: safe to inline.
+  await admin.pool.query(`CREATE ROLE sc_py_worker LOGIN PASSWORD 'sc_py_worker' IN ROLE sc_worker`);
+  await admin.pool.query(`CREATE ROLE sc_py_app LOGIN PASSWORD 'sc_py_app' IN ROLE sc_app, sc_reader`);
+  return { worker: as('sc_py_worker'), app: as('sc_py_app') };
+}
 
 async function main(): Promise<number> {
   const python = path.join(PROJECT_ROOT, '.venv/bin/python');
@@ -57,9 +66,20 @@ async function main(): Promise<number> {
     };
     const config = loadConfig(env);
     installRuntime(config, 'WARN');
-    const database = openDatabase(config.databaseUrl);
-    await runMigrations(database);
-    const worker = await createSessionWorker({ config, database, log: () => undefined });
+    // Migrated as the superuser (the deploy step); then every component under its own login
+    // (docs/security.md, "Roles"): the worker in sc_worker, the Python client and the `sessions`
+    // commands the tests run in sc_app and sc_reader. The tests' own ledger and admin
+    // statements use ADMIN_DATABASE_URL.
+    const admin = openDatabase(pg.url);
+    await runMigrations(admin);
+    const logins = await createPythonLogins(admin, pg.url);
+    await admin.close();
+    env.DATABASE_URL = logins.app;
+    env.ADMIN_DATABASE_URL = pg.url;
+    env.WORKER_DATABASE_URL = logins.worker;
+    const workerConfig = { ...config, databaseUrl: logins.worker };
+    const database = openDatabase(logins.worker);
+    const worker = await createSessionWorker({ config: workerConfig, database, log: () => undefined });
     const running = worker.run();
     stops.push(async () => {
       worker.shutdown();

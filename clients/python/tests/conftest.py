@@ -19,6 +19,9 @@ from session_compaction import SessionsClient, connect
 
 PROJECT_ROOT = pathlib.Path(__file__).resolve().parents[3]
 VECTORS = PROJECT_ROOT / "contract" / "vectors"
+# The tests' own ledger and admin statements: the superuser. The client under test connects with
+# DATABASE_URL, a login in sc_app and sc_reader (scripts/python-tests.ts).
+ADMIN_DATABASE_URL = os.environ.get("ADMIN_DATABASE_URL") or os.environ.get("DATABASE_URL", "")
 #: The marker every summary this service writes starts with (SUMMARY_PREFIX, src/compaction/messages.ts).
 SUMMARY_PREFIX = "[CONTEXT SUMMARY: reference only, written by session-compaction]"
 
@@ -91,6 +94,6 @@ async def client() -> AsyncIterator[SessionsClient]:
 @pytest_asyncio.fixture(loop_scope="session")
 async def db() -> AsyncIterator[psycopg.AsyncConnection[Any]]:
     """A connection of the test's own, for its ledger (never the client's)."""
-    conn = await psycopg.AsyncConnection.connect(os.environ["DATABASE_URL"], autocommit=True)
+    conn = await psycopg.AsyncConnection.connect(ADMIN_DATABASE_URL, autocommit=True)
     yield conn
     await conn.close()

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 def _start_encrypted_worker(task_queue: str, keys: str) -> tuple[subprocess.Popen[str], list[str]]:
     """The TypeScript worker as its own process with payload encryption on its own task queue; answers once it polls."""
-    env = os.environ | {"PAYLOAD_ENCRYPTION_KEYS": keys, "TEMPORAL_TASK_QUEUE": task_queue}
+    # Under the run's worker login (scripts/python-tests.ts), as every worker runs.
+    worker_database = os.environ.get("WORKER_DATABASE_URL") or os.environ["DATABASE_URL"]
+    env = os.environ | {"PAYLOAD_ENCRYPTION_KEYS": keys, "TEMPORAL_TASK_QUEUE": task_queue, "DATABASE_URL": worker_database}
     proc = subprocess.Popen(
         ["node", "--import", "tsx", "src/worker.ts"], cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

@@ -6,13 +6,12 @@ reaches the other's lineage by its stored name."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 from session_compaction import SessionNotFoundError, connect, load_config
 
-from .conftest import conversation, unique_id
+from .conftest import ADMIN_DATABASE_URL, conversation, unique_id
 
 
 def _as_login(url: str, login: str, password: str) -> str:
@@ -28,7 +27,7 @@ async def test_two_tenants_each_own_an_id_and_compact_it_in_their_own_workflow(d
         for tenant, login in tenants.items():
             await db.execute(f"CREATE ROLE {login} LOGIN PASSWORD '{login}' IN ROLE sc_app")
             await db.execute("INSERT INTO tenant_logins (login, tenant) VALUES (%s, %s)", (login, tenant))
-            config = dataclasses.replace(load_config(), database_url=_as_login(os.environ["DATABASE_URL"], login, login))
+            config = dataclasses.replace(load_config(), database_url=_as_login(ADMIN_DATABASE_URL, login, login))
             clients[tenant] = await connect(config=config)
         for tenant, client in clients.items():
             created = await client.create_session(lineage, source=f"service-{tenant}")

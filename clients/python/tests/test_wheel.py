@@ -20,7 +20,7 @@ import psycopg
 
 from session_compaction.tokens import token_counts
 
-from .conftest import PROJECT_ROOT, SUMMARY_PREFIX, conversation, json_equal, unique_id
+from .conftest import ADMIN_DATABASE_URL, PROJECT_ROOT, SUMMARY_PREFIX, conversation, json_equal, unique_id
 
 CLIENT_DIR = PROJECT_ROOT / "clients" / "python"
 RANKS_DIR = CLIENT_DIR / "session_compaction" / "ranks"
@@ -140,6 +140,6 @@ def test_the_wheel_installed_in_a_fresh_environment_runs_against_the_stack(tmp_p
 
     # The installed package counted tokens with the wheel's ranks: the counts stored for the
     # root session are the repository client's for the same gpt-4o messages.
-    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as db:
+    with psycopg.connect(ADMIN_DATABASE_URL, autocommit=True) as db:
         stored = [r[0] for r in db.execute("select token_estimate from messages where session_id = %s order by seq", (sid,)).fetchall()]
     assert stored == token_counts("gpt-4o", sent)
