@@ -203,7 +203,7 @@ interface CompactionConfig {
   minGain: GainPolicy;
 }
 
-export interface InspectorTenantConfig {
+interface InspectorTenantConfig {
   name: string;
   token: string;
   databaseUrl: string;
