@@ -333,6 +333,24 @@ describe('the reader role (sc_reader)', () => {
   });
 });
 
+describe('the stack’s own logins', () => {
+  it('run the clients in sc_app alone and the inspector in sc_reader alone, so every stack test proves those grants suffice', async () => {
+    const { rows } = await stack().db.pool.query<{ login: string; groups: string[] }>(
+      `select r.rolname as login, coalesce(array_agg(g.rolname::text order by g.rolname) filter (where g.rolname is not null), '{}'::text[]) as groups
+         from pg_roles r left join pg_auth_members m on m.member = r.oid left join pg_roles g on g.oid = m.roleid
+        where r.rolname in ('sc_stack_app', 'sc_stack_reader', 'sc_stack_worker') group by r.rolname order by 1`,
+    );
+    expect(rows).toEqual([
+      { login: 'sc_stack_app', groups: ['sc_app'] },
+      { login: 'sc_stack_reader', groups: ['sc_reader'] },
+      { login: 'sc_stack_worker', groups: ['sc_worker'] },
+    ]);
+    expect(new URL(stack().appDatabaseUrl).username).toBe('sc_stack_app');
+    expect(new URL(stack().readerDatabaseUrl).username).toBe('sc_stack_reader');
+    expect((await stack().clientDb.pool.query<{ user: string }>('select current_user as user')).rows).toEqual([{ user: 'sc_stack_app' }]);
+  });
+});
+
 describe('a login role in no group', () => {
   it('calls no function: EXECUTE is revoked from PUBLIC', async () => {
     const id = uniqueId('least-privilege-public');
