@@ -265,6 +265,23 @@ describe('the application role (sc_app)', () => {
     });
     expect(await operator.audit()).toMatchObject({ forks: 0, orphans: 0, lostMessages: 0, duplicatedMessages: 0, sequenceGaps: 0 });
 
+    // The list's filters and keyset paging, in SQL: three lineages of one service, one of them closed.
+    const prefix = uniqueId('lp-page');
+    for (const suffix of ['a', 'b', 'c']) await appClient.createSession({ sessionId: `${prefix}-${suffix}`, source: 'service-ops' });
+    await appClient.closeSession(`${prefix}-b`);
+    const ids = (page: { lineages: Array<{ lineageId: string }> }) => page.lineages.map((l) => l.lineageId);
+    const first = await operator.listLineages({ search: prefix, limit: 2 });
+    expect([ids(first), first.next]).toEqual([[`${prefix}-a`, `${prefix}-b`], `${prefix}-b`]);
+    const second = await operator.listLineages({ search: prefix, limit: 2, after: first.next! });
+    expect([ids(second), second.next]).toEqual([[`${prefix}-c`], null]);
+    expect(ids(await operator.listLineages({ search: prefix, status: 'closed' }))).toEqual([`${prefix}-b`]);
+    expect(ids(await operator.listLineages({ search: prefix.toUpperCase(), status: 'live', lastOutcome: 'none', source: 'service-ops' }))).toEqual([
+      `${prefix}-a`,
+      `${prefix}-c`,
+    ]);
+    // The search is a substring, not a pattern: `_` matches only an underscore.
+    expect(ids(await operator.listLineages({ search: prefix.replace(/-/g, '_') }))).toEqual([]);
+
     // Bad input and unknown ids: the typed errors (SQLSTATE SC400, SC404), and null for an unknown compaction.
     expect({
       limit: await outcomeOf(app.pool, `SELECT session_list_lineages(NULL, NULL, NULL, NULL, NULL, 201)`),

@@ -13,6 +13,7 @@ DECLARE
   v_source text := nullif(p_source, '');
   v_after text := nullif(p_after, '');
   v_pattern text;
+  v_where text := 'true';
   v_rows jsonb;
   v_count integer;
 BEGIN
@@ -37,33 +38,41 @@ BEGIN
   -- ILIKE's escape character is the backslash: the search matches as text, not as a pattern.
   v_pattern := '%' || regexp_replace(v_search, '([\\%_])', '\\\1', 'g') || '%';
 
-  WITH page AS (
-    SELECT l.id, l.head_session_id, l.source, l.mode, l.dialect, l.generation, l.head_tokens, l.closed_at, l.created_at,
-           last.outcome, last.reason, last.started_at AS last_at
-      FROM lineages l
-      LEFT JOIN LATERAL (
-        SELECT c.outcome, c.reason, c.started_at FROM compactions c WHERE c.lineage_id = l.id ORDER BY c.started_at DESC LIMIT 1
-      ) last ON true
-     WHERE (v_after IS NULL OR l.id > v_after)
-       AND (v_source IS NULL OR l.source = v_source)
-       AND (p_status IS NULL OR (p_status = 'live') = (l.closed_at IS NULL))
-       -- One scan of sessions (every lineage's root and children), not a subquery per lineage.
-       AND (v_search IS NULL OR l.id IN (SELECT s.lineage_id FROM sessions s WHERE s.id ILIKE v_pattern))
-       AND (p_last_outcome IS NULL OR (p_last_outcome = 'none' AND last.outcome IS NULL) OR last.outcome = p_last_outcome)
-     ORDER BY l.id
-     LIMIT p_limit + 1
-  ), numbered AS (
-    SELECT page.*, row_number() OVER (ORDER BY page.id) AS n FROM page
-  )
-  SELECT count(*)::integer,
-         coalesce(jsonb_agg(jsonb_build_object(
-           'lineageId', p.id, 'headSessionId', p.head_session_id, 'source', p.source, 'mode', p.mode, 'dialect', p.dialect,
-           'generation', p.generation, 'headTokens', p.head_tokens, 'closed', p.closed_at IS NOT NULL,
-           'createdAt', to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-           'lastOutcome', p.outcome, 'lastReason', p.reason,
-           'lastCompactionAt', to_char(p.last_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p.n) FILTER (WHERE p.n <= p_limit), '[]'::jsonb)
+  -- Only the filters given, planned for this call (as a generic plan of every filter with
+  -- "IS NULL OR" would not be: it scans where a keyset page or a search needs an index).
+  IF v_after IS NOT NULL THEN v_where := v_where || ' AND l.id > $1'; END IF;
+  IF v_source IS NOT NULL THEN v_where := v_where || ' AND l.source = $2'; END IF;
+  IF p_status = 'live' THEN v_where := v_where || ' AND l.closed_at IS NULL'; END IF;
+  IF p_status = 'closed' THEN v_where := v_where || ' AND l.closed_at IS NOT NULL'; END IF;
+  -- One scan of sessions (every lineage's root and children), not a subquery per lineage.
+  IF v_search IS NOT NULL THEN v_where := v_where || ' AND l.id IN (SELECT s.lineage_id FROM sessions s WHERE s.id ILIKE $3)'; END IF;
+  IF p_last_outcome = 'none' THEN v_where := v_where || ' AND last.outcome IS NULL';
+  ELSIF p_last_outcome IS NOT NULL THEN v_where := v_where || ' AND last.outcome = $4'; END IF;
+
+  EXECUTE format($q$
+    WITH page AS (
+      SELECT l.id, l.head_session_id, l.source, l.mode, l.dialect, l.generation, l.head_tokens, l.closed_at, l.created_at,
+             last.outcome, last.reason, last.started_at AS last_at
+        FROM lineages l
+        LEFT JOIN LATERAL (
+          SELECT c.outcome, c.reason, c.started_at FROM compactions c WHERE c.lineage_id = l.id ORDER BY c.started_at DESC LIMIT 1
+        ) last ON true
+       WHERE %s
+       ORDER BY l.id
+       LIMIT $5 + 1
+    ), numbered AS (
+      SELECT page.*, row_number() OVER (ORDER BY page.id) AS n FROM page
+    )
+    SELECT count(*)::integer,
+           coalesce(jsonb_agg(jsonb_build_object(
+             'lineageId', p.id, 'headSessionId', p.head_session_id, 'source', p.source, 'mode', p.mode, 'dialect', p.dialect,
+             'generation', p.generation, 'headTokens', p.head_tokens, 'closed', p.closed_at IS NOT NULL,
+             'createdAt', to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+             'lastOutcome', p.outcome, 'lastReason', p.reason,
+             'lastCompactionAt', to_char(p.last_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) ORDER BY p.n) FILTER (WHERE p.n <= $5), '[]'::jsonb)
+      FROM numbered p$q$, v_where)
     INTO v_count, v_rows
-    FROM numbered p;
+    USING v_after, v_source, v_pattern, p_last_outcome, p_limit;
 
   RETURN jsonb_build_object('lineages', v_rows, 'next', CASE WHEN v_count > p_limit THEN v_rows->-1->'lineageId' ELSE 'null'::jsonb END);
 END
