@@ -105,7 +105,7 @@ export class OperatorClient {
   /** The integrity audit of one lineage (Postgres only). */
   async auditLineage(sessionId: string): Promise<store.AuditReport & { lineageId: string }> {
     checkSessionId(sessionId);
-    return queries.auditLineage(this.core.database.db, sessionId);
+    return store.auditLineage(this.core.database.db, sessionId);
   }
 
   async audit(): Promise<store.AuditReport> {

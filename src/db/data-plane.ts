@@ -15,7 +15,7 @@ import type { LineageInfo } from './lineage-state';
 import { dataPlaneError } from './postgres-errors';
 
 /** Calls one data-plane SQL function and returns its jsonb answer, with typed errors. */
-async function callFunction<T>(db: Executor, query: ReturnType<typeof sql>): Promise<T> {
+export async function callFunction<T>(db: Executor, query: ReturnType<typeof sql>): Promise<T> {
   try {
     const { rows } = await db.execute(query);
     return (rows[0] as { result: T }).result;

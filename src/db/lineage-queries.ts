@@ -1,20 +1,21 @@
 /**
  * Read-only queries for operators: the list of lineages, a lineage's compaction history, one
- * compaction with the transcripts around it, and the integrity audit of one lineage. They
- * read Postgres only (they work while Temporal is down) and every value reaches SQL as a
- * bound parameter (drizzle's `sql` template), never spliced into the text.
+ * compaction with the transcripts around it. Each is one call of a data-plane read function
+ * (session_list_lineages, session_history, session_compaction_detail: docs/wire-contract.md), so
+ * a login with EXECUTE on them and no table privilege (sc_app, sc_reader) can run them; they read
+ * Postgres only (they work while Temporal is down) and every value reaches SQL as a bound parameter.
  *
- * Compaction rows are read with `to_jsonb(c)`, so every column (the summarised range, the gate
+ * Compaction rows come as `to_jsonb(c)`, so every column (the summarised range, the gate
  * results, any a migration adds) shows up here without a change: the reader is tolerant of the schema.
  */
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { dialectOf, type DialectName, type Message } from '../compaction/dialects';
 import { canonicalJson } from '../compaction/json';
 import type { GainFigures, RungCost } from '../compaction/gain';
 import { isMaskedOutput } from '../compaction/masking';
-import { CompactionNotFoundError, InvalidInputError, SessionNotFoundError } from '../errors';
+import { CompactionNotFoundError, InvalidInputError } from '../errors';
+import { callFunction } from './data-plane';
 import type { Database } from './database';
-import { audit, type AuditReport } from './session-store';
 
 const LIST_PAGE_MAX = 200;
 export const LINEAGE_STATUSES = ['live', 'closed'] as const;
@@ -72,50 +73,30 @@ function checkListOptions(options: ListLineagesOptions): Required<Pick<ListLinea
   return { limit };
 }
 
-const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 const iso = (value: unknown) => (value == null ? null : new Date(value as string).toISOString());
 
 /** One page of lineages in id order, filtered; fast on many lineages (keyset paging on the primary key). */
 export async function listLineages(db: Database, options: ListLineagesOptions = {}): Promise<LineagePage> {
   const { limit } = checkListOptions(options);
-  const where: SQL[] = [sql`true`];
-  if (options.after) where.push(sql`l.id > ${options.after}`);
-  if (options.source) where.push(sql`l.source = ${options.source}`);
-  if (options.status === 'live') where.push(sql`l.closed_at is null`);
-  if (options.status === 'closed') where.push(sql`l.closed_at is not null`);
-  if (options.search) {
-    const pattern = likePattern(options.search);
-    // One scan of sessions (every lineage's root and children), not a subquery per lineage.
-    where.push(sql`l.id in (select s.lineage_id from sessions s where s.id ilike ${pattern})`);
-  }
-  if (options.lastOutcome === 'none') where.push(sql`last.outcome is null`);
-  else if (options.lastOutcome) where.push(sql`last.outcome = ${options.lastOutcome}`);
-  const result = await db.execute(sql`
-    select l.id, l.head_session_id, l.source, l.mode, l.dialect, l.generation, l.head_tokens, l.closed_at, l.created_at,
-           last.outcome, last.reason, last.started_at as last_at
-    from lineages l
-    left join lateral (
-      select c.outcome, c.reason, c.started_at from compactions c where c.lineage_id = l.id order by c.started_at desc limit 1
-    ) last on true
-    where ${sql.join(where, sql` and `)}
-    order by l.id
-    limit ${limit + 1}`);
-  const rows = result.rows as Array<Record<string, unknown>>;
-  const page = rows.slice(0, limit).map((r): LineageListItem => ({
-    lineageId: String(r.id),
-    headSessionId: String(r.head_session_id),
+  const answer = await callFunction<{ lineages: Array<Record<string, unknown>>; next: string | null }>(
+    db,
+    sql`select session_list_lineages(${options.search ?? null}::text, ${options.source ?? null}::text, ${options.status ?? null}::text, ${options.lastOutcome ?? null}::text, ${options.after ?? null}::text, ${limit}::integer) as result`,
+  );
+  const page = answer.lineages.map((r): LineageListItem => ({
+    lineageId: String(r.lineageId),
+    headSessionId: String(r.headSessionId),
     source: (r.source as string | null) ?? null,
     mode: String(r.mode),
     dialect: r.dialect as DialectName,
     generation: Number(r.generation),
-    headTokens: Number(r.head_tokens),
-    closed: r.closed_at != null,
-    createdAt: iso(r.created_at)!,
-    lastOutcome: (r.outcome as string | null) ?? null,
-    lastReason: (r.reason as string | null) ?? null,
-    lastCompactionAt: iso(r.last_at),
+    headTokens: Number(r.headTokens),
+    closed: r.closed === true,
+    createdAt: iso(r.createdAt)!,
+    lastOutcome: (r.lastOutcome as string | null) ?? null,
+    lastReason: (r.lastReason as string | null) ?? null,
+    lastCompactionAt: iso(r.lastCompactionAt),
   }));
-  return { lineages: page, next: rows.length > limit ? page[page.length - 1].lineageId : null };
+  return { lineages: page, next: answer.next };
 }
 
 /** A compaction row as the operator sees it: every column, camelCased, plus its duration. */
@@ -180,41 +161,29 @@ export interface LineageDetail {
   compactions: CompactionView[];
 }
 
-/** Resolves any session id (or lineage id) to its lineage id, or throws SessionNotFoundError. */
-async function lineageIdOf(db: Database, id: string): Promise<string> {
-  const result = await db.execute(sql`select lineage_id from sessions where id = ${id}`);
-  const row = result.rows[0] as { lineage_id: string } | undefined;
-  if (!row) throw new SessionNotFoundError(id);
-  return row.lineage_id;
-}
-
 /** The lineage of a session: its row (every column), the chain root to head, every compaction oldest first. */
 export async function lineageDetail(db: Database, sessionOrLineageId: string): Promise<LineageDetail> {
-  const lineageId = await lineageIdOf(db, sessionOrLineageId);
-  const [lineageRows, sessionRows, compactionRows] = await Promise.all([
-    db.execute(sql`select to_jsonb(l) as row from lineages l where l.id = ${lineageId}`),
-    db.execute(sql`
-      select s.id, s.parent_session_id, s.generation, s.started_at, s.ended_at, s.end_reason,
-             (select count(*) from messages m where m.session_id = s.id and m.archived_at is null)::int as message_count
-      from sessions s where s.lineage_id = ${lineageId} order by s.generation, s.started_at`),
-    db.execute(sql`select to_jsonb(c) as row from compactions c where c.lineage_id = ${lineageId} order by c.started_at, c.id`),
-  ]);
-  const raw = (lineageRows.rows[0] as { row: Record<string, unknown> }).row;
+  const answer = await callFunction<{
+    lineage: Record<string, unknown>;
+    sessions: Array<Record<string, unknown>>;
+    compactions: Array<Record<string, unknown>>;
+  }>(db, sql`select session_history(${sessionOrLineageId}) as result`);
+  const raw = answer.lineage;
   const lineage = Object.fromEntries(Object.entries(raw).map(([k, v]) => [camel(k), v])) as LineageDetail['lineage'];
   lineage.lineageId = String(raw.id);
   lineage.closed = raw.closed_at != null;
   return {
     lineage,
-    sessions: (sessionRows.rows as Array<Record<string, unknown>>).map((r) => ({
-      sessionId: String(r.id),
-      parentSessionId: (r.parent_session_id as string | null) ?? null,
+    sessions: answer.sessions.map((r) => ({
+      sessionId: String(r.sessionId),
+      parentSessionId: (r.parentSessionId as string | null) ?? null,
       generation: Number(r.generation),
-      startedAt: iso(r.started_at)!,
-      endedAt: iso(r.ended_at),
-      endReason: (r.end_reason as string | null) ?? null,
-      messageCount: Number(r.message_count),
+      startedAt: iso(r.startedAt)!,
+      endedAt: iso(r.endedAt),
+      endReason: (r.endReason as string | null) ?? null,
+      messageCount: Number(r.messageCount),
     })),
-    compactions: (compactionRows.rows as Array<{ row: Record<string, unknown> }>).map((r) => compactionView(r.row)),
+    compactions: answer.compactions.map(compactionView),
   };
 }
 
@@ -233,23 +202,20 @@ export interface TranscriptRow {
   archivedByCompaction: string | null;
 }
 
-async function sessionRows(db: Database, sessionId: string): Promise<TranscriptRow[]> {
-  const result = await db.execute(sql`
-    select id, seq, lineage_seq, role, body, token_estimate, origin_message_id,
-           written_by_compaction, archived_at, archived_by_compaction
-    from messages where session_id = ${sessionId} order by seq`);
-  return (result.rows as Array<Record<string, unknown>>).map((r) => ({
+/** A message row as session_compaction_detail answers it, in TranscriptRow's key order. */
+function transcriptRow(r: Record<string, unknown>): TranscriptRow {
+  return {
     id: Number(r.id),
     seq: Number(r.seq),
-    lineageSeq: r.lineage_seq == null ? null : Number(r.lineage_seq),
+    lineageSeq: r.lineageSeq == null ? null : Number(r.lineageSeq),
     role: String(r.role),
-    message: r.body as Message,
-    tokenEstimate: Number(r.token_estimate),
-    originMessageId: r.origin_message_id == null ? null : Number(r.origin_message_id),
-    writtenByCompaction: (r.written_by_compaction as string | null) ?? null,
-    archivedAt: iso(r.archived_at),
-    archivedByCompaction: (r.archived_by_compaction as string | null) ?? null,
-  }));
+    message: r.message as Message,
+    tokenEstimate: Number(r.tokenEstimate),
+    originMessageId: r.originMessageId == null ? null : Number(r.originMessageId),
+    writtenByCompaction: (r.writtenByCompaction as string | null) ?? null,
+    archivedAt: iso(r.archivedAt),
+    archivedByCompaction: (r.archivedByCompaction as string | null) ?? null,
+  };
 }
 
 /** Where a row of the result came from, relative to the parent transcript. */
@@ -279,15 +245,19 @@ export interface CompactionDetail {
  * compaction the parent rows it did not keep are the ones it masked (it summarises nothing).
  */
 export async function compactionDetail(db: Database, compactionId: string): Promise<CompactionDetail> {
-  const found = await db.execute(sql`select to_jsonb(c) as row from compactions c where c.id = ${compactionId}`);
-  const raw = (found.rows[0] as { row: Record<string, unknown> } | undefined)?.row;
-  if (!raw) throw new CompactionNotFoundError(compactionId);
+  const found = await callFunction<{
+    compaction: Record<string, unknown>;
+    dialect: string | null;
+    parentRows: Array<Record<string, unknown>>;
+    writtenRows: Array<Record<string, unknown>>;
+  } | null>(db, sql`select session_compaction_detail(${compactionId}) as result`);
+  if (!found) throw new CompactionNotFoundError(compactionId);
+  const raw = found.compaction;
   const compaction = compactionView(raw);
-  const lineage = await db.execute(sql`select dialect from lineages where id = ${compaction.lineageId}`);
-  const dialect = dialectOf((lineage.rows[0] as { dialect: string } | undefined)?.dialect);
+  const dialect = dialectOf(found.dialect);
   const inPlace = compaction.childSessionId === compaction.parentSessionId;
-  const parentAll = await sessionRows(db, compaction.parentSessionId);
-  const written = compaction.childSessionId ? (await sessionRows(db, compaction.childSessionId)).filter((r) => r.writtenByCompaction === compaction.id) : [];
+  const parentAll = found.parentRows.map(transcriptRow);
+  const written = found.writtenRows.map(transcriptRow);
   // In place, the parent's rows before the compaction are the ones it archived.
   const parentRows = inPlace ? parentAll.filter((r) => r.archivedByCompaction === compaction.id) : parentAll;
   const watermark = typeof raw.watermark_seq === 'number' ? raw.watermark_seq : null;
@@ -336,10 +306,4 @@ export async function compactionDetail(db: Database, compactionId: string): Prom
           inferred: true,
         };
   return { compaction, dialect: dialect.name, parent, result, summary: summaryRow ? dialect.textOf(summaryRow.message) : null, summarised };
-}
-
-/** The audit of one lineage, reached from any of its session ids: src/db/audit.ts's `audit`, restricted to it. */
-export async function auditLineage(db: Database, sessionOrLineageId: string): Promise<AuditReport & { lineageId: string }> {
-  const lineageId = await lineageIdOf(db, sessionOrLineageId);
-  return { lineageId, ...(await audit(db, lineageId)) };
 }

@@ -4,7 +4,8 @@
  * workflow code once for every worker the tests start. It migrates as the superuser (the
  * migrator), then creates the login roles the stack's components run under (docs/security.md,
  * "Roles"): STACK_LOGINS.worker in sc_worker for every worker the stack starts, so each stack
- * test proves sc_worker's grants suffice; STACK_LOGINS.app in sc_app and sc_reader for the clients.
+ * test proves sc_worker's grants suffice; STACK_LOGINS.app in sc_app alone for the clients, so every
+ * client test proves the data plane suffices; STACK_LOGINS.reader in sc_reader for the inspector.
  * The superuser stays for migrating and for the tests' own ledger and admin reads.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,14 +26,20 @@ declare module 'vitest' {
 /** The stack's login roles (roles are the cluster's: created once, kept across runs on a TEST_DATABASE_URL server). */
 export const STACK_LOGINS = {
   worker: { user: 'sc_stack_worker', password: 'sc_stack_worker', groups: ['sc_worker'] },
-  app: { user: 'sc_stack_app', password: 'sc_stack_app', groups: ['sc_app', 'sc_reader'] },
+  app: { user: 'sc_stack_app', password: 'sc_stack_app', groups: ['sc_app'] },
+  reader: { user: 'sc_stack_reader', password: 'sc_stack_reader', groups: ['sc_reader'] },
 } as const;
+
+const STACK_GROUPS = ['sc_worker', 'sc_app', 'sc_reader'];
 
 async function createStackLogins(handle: ReturnType<typeof openDatabase>): Promise<void> {
   for (const login of Object.values(STACK_LOGINS)) {
     const exists = await handle.pool.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [login.user]);
     // Fixed names and passwords of this harness, not input: safe to inline.
     if (exists.rowCount === 0) await handle.pool.query(`CREATE ROLE ${login.user} LOGIN PASSWORD '${login.password}' IN ROLE ${login.groups.join(', ')}`);
+    // A login kept from an earlier run (TEST_DATABASE_URL) loses the groups it no longer has.
+    const others = STACK_GROUPS.filter((group) => !(login.groups as readonly string[]).includes(group));
+    await handle.pool.query(`REVOKE ${others.join(', ')} FROM ${login.user}`);
   }
 }
 

@@ -22,7 +22,8 @@ async function sessions(
   env: Record<string, string> = {},
 ): Promise<{ code: number; stdout: string; stderr: string; json: any }> {
   const child = run(process.execPath, [path.join(PROJECT_ROOT, 'bin/sessions.js'), ...args], {
-    env: { ...process.env, ...stack().env, ...env },
+    // Under the application login (sc_app alone): every command here needs the data plane only.
+    env: { ...process.env, ...stack().env, DATABASE_URL: stack().appDatabaseUrl, ...env },
     cwd: PROJECT_ROOT,
   });
   if (input !== undefined) {
@@ -296,7 +297,7 @@ describe('sessions: the database unreachable', () => {
 
   it('any other failed query prints without its parameters (the whole batch, for an append)', async () => {
     // A database that is up but has no schema: every query fails, with drizzle's "params: ..." message.
-    const bare = new URL(stack().env.DATABASE_URL);
+    const bare = new URL(stack().appDatabaseUrl);
     bare.pathname = '/postgres';
     const id = uniqueId('bare');
     const batch = JSON.stringify([{ role: 'user', content: 'BATCH-MARKER-2 with private words' }]);

@@ -20,7 +20,7 @@ const token = 'inspector-token-of-24ch';
 let lineageId: string;
 
 beforeAll(async () => {
-  const common = { client: stack().client, temporalUiUrl: 'http://127.0.0.1:8233' };
+  const common = { client: stack().reader, temporalUiUrl: 'http://127.0.0.1:8233' };
   inspector = await startInspector({ ...common, bindAddress: '127.0.0.1:0', allowedHosts: ['inspector.internal', 'Ops.Example.COM'] });
   guarded = await startInspector({ ...common, bindAddress: '127.0.0.1:0', authToken: token });
   lineageId = uniqueId('harden');

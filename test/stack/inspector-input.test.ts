@@ -15,7 +15,7 @@ const stack = useTestStack({ noWorker: true });
 let inspector: RunningInspector;
 
 beforeAll(async () => {
-  inspector = await startInspector({ client: stack().client, temporalUiUrl: 'http://127.0.0.1:8233', bindAddress: '127.0.0.1:0' });
+  inspector = await startInspector({ client: stack().reader, temporalUiUrl: 'http://127.0.0.1:8233', bindAddress: '127.0.0.1:0' });
 });
 
 afterAll(async () => {
@@ -98,10 +98,10 @@ describe('the inspector refuses a path or query that is not text', () => {
 describe('the inspector off loopback', () => {
   const token = 'a-token-of-twenty-chars';
   it('refuses to start on another address without a token, or with a short one', async () => {
-    await expect(startInspector({ client: stack().client, temporalUiUrl: 'http://x', bindAddress: '0.0.0.0:0' })).rejects.toThrow(
+    await expect(startInspector({ client: stack().reader, temporalUiUrl: 'http://x', bindAddress: '0.0.0.0:0' })).rejects.toThrow(
       /INSPECTOR_AUTH_TOKEN: is required to bind the inspector to 0\.0\.0\.0/,
     );
-    await expect(startInspector({ client: stack().client, temporalUiUrl: 'http://x', bindAddress: '0.0.0.0:0', authToken: 'short' })).rejects.toThrow(
+    await expect(startInspector({ client: stack().reader, temporalUiUrl: 'http://x', bindAddress: '0.0.0.0:0', authToken: 'short' })).rejects.toThrow(
       /at least 16 characters/,
     );
     expect(isLoopback('127.0.0.1') && isLoopback('::1') && isLoopback('localhost')).toBe(true);
@@ -109,7 +109,7 @@ describe('the inspector off loopback', () => {
   });
 
   it('with a token, every page but the health check asks for it (Basic password or Bearer)', async () => {
-    const guarded = await startInspector({ client: stack().client, temporalUiUrl: 'http://x', bindAddress: '0.0.0.0:0', authToken: token });
+    const guarded = await startInspector({ client: stack().reader, temporalUiUrl: 'http://x', bindAddress: '0.0.0.0:0', authToken: token });
     try {
       const { port } = new URL(guarded.url);
       const at = (path: string, authorization?: string) =>

@@ -17,7 +17,7 @@ let browser: Browser;
 let page: Page;
 
 beforeAll(async () => {
-  inspector = await startInspector({ client: stack().client, temporalUiUrl: 'http://127.0.0.1:8233', bindAddress: '127.0.0.1:0' });
+  inspector = await startInspector({ client: stack().reader, temporalUiUrl: 'http://127.0.0.1:8233', bindAddress: '127.0.0.1:0' });
   browser = await launchBrowser();
   page = await browser.newPage();
 });

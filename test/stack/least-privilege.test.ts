@@ -10,6 +10,9 @@
  *   create, a keyed append of a turn with parallel tool calls and JSON outputs, the batch read
  *   back by its key, the head, a forced compaction through the worker (the worker runs as the
  *   stack's own role), the compacted head, close, an append refused once closed, and erase;
+ * - as sc_app, the operator's reads work through their read functions alone (session_list_lineages,
+ *   session_history, session_compaction_detail, session_audit), with typed errors for bad input,
+ *   while a direct SELECT of the tables they read stays refused;
  * - as sc_reader: every write is refused with 42501 (tables and the writing functions), while
  *   the reads it is for answer;
  * - a login role in no group calls no function at all (EXECUTE is revoked from PUBLIC);
@@ -141,13 +144,17 @@ describe('the application role (sc_app)', () => {
     expect(rows.map((r) => r.name)).toEqual([
       'session_append',
       'session_appended_under',
+      'session_audit',
       'session_close',
+      'session_compaction_detail',
       'session_compaction_events',
       'session_create',
       'session_erase',
+      'session_history',
       'session_ledger',
       'session_lineage',
       'session_lineage_state',
+      'session_list_lineages',
       'session_messages',
       'session_recorded_answer',
       'session_release_auto_compaction',
@@ -179,6 +186,84 @@ describe('the application role (sc_app)', () => {
     expect(await appClient.deleteLineage(id)).toMatchObject({ lineageId: id, sessions: 2 });
     expect(await outcomeOf(stack().db.pool, 'SELECT 1 FROM lineages WHERE id = $1', [id])).toBe('ok');
     expect((await stack().db.pool.query('SELECT 1 FROM lineages WHERE id = $1', [id])).rowCount).toBe(0);
+  });
+
+  it('reads as the operator through the read functions alone: list, history, one compaction, audit; the tables stay closed', async () => {
+    const id = uniqueId('least-privilege-operator');
+    await appClient.createSession({ sessionId: id, source: 'service-ops' });
+    await appClient.append(id, [{ role: 'system', content: 'You are a careful coding agent.' }, ...agentTurn(1), ...agentTurn(2), ...agentTurn(3)]);
+    const compacted = await appClient.compact(id, { force: true });
+    expect(compacted).toMatchObject({ outcome: 'compacted', generation: 1 });
+    const operator = appClient.operator;
+
+    const page = await operator.listLineages({ search: id, limit: 5 });
+    expect(page).toEqual({
+      lineages: [
+        expect.objectContaining({
+          lineageId: id,
+          headSessionId: compacted.sessionId,
+          source: 'service-ops',
+          generation: 1,
+          closed: false,
+          lastOutcome: 'compacted',
+        }),
+      ],
+      next: null,
+    });
+    const history = await operator.history(compacted.sessionId);
+    expect(history.lineage).toMatchObject({ lineageId: id, headSessionId: compacted.sessionId, closed: false });
+    expect(history.sessions.map((s) => [s.sessionId, s.messageCount > 0])).toEqual([
+      [id, true],
+      [compacted.sessionId, true],
+    ]);
+    expect(history.compactions).toHaveLength(1);
+    const detail = await operator.compaction(history.compactions[0].id);
+    expect(detail.compaction).toMatchObject({ id: history.compactions[0].id, parentSessionId: id, childSessionId: compacted.sessionId, outcome: 'compacted' });
+    expect(detail.parent).toHaveLength(16);
+    expect(detail.result.map((r) => r.message)).toEqual(compacted.messages);
+    expect(await operator.auditLineage(compacted.sessionId)).toMatchObject({
+      lineageId: id,
+      sessions: 2,
+      lineages: 1,
+      compactions: 1,
+      forks: 0,
+      lostMessages: 0,
+    });
+    expect(await operator.audit()).toMatchObject({ forks: 0, orphans: 0, lostMessages: 0, duplicatedMessages: 0, sequenceGaps: 0 });
+
+    // The list's filters and keyset paging, in SQL: three lineages of one service, one of them closed.
+    const prefix = uniqueId('lp-page');
+    for (const suffix of ['a', 'b', 'c']) await appClient.createSession({ sessionId: `${prefix}-${suffix}`, source: 'service-ops' });
+    await appClient.closeSession(`${prefix}-b`);
+    const ids = (page: { lineages: Array<{ lineageId: string }> }) => page.lineages.map((l) => l.lineageId);
+    const first = await operator.listLineages({ search: prefix, limit: 2 });
+    expect([ids(first), first.next]).toEqual([[`${prefix}-a`, `${prefix}-b`], `${prefix}-b`]);
+    const second = await operator.listLineages({ search: prefix, limit: 2, after: first.next! });
+    expect([ids(second), second.next]).toEqual([[`${prefix}-c`], null]);
+    expect(ids(await operator.listLineages({ search: prefix, status: 'closed' }))).toEqual([`${prefix}-b`]);
+    expect(ids(await operator.listLineages({ search: prefix.toUpperCase(), status: 'live', lastOutcome: 'none', source: 'service-ops' }))).toEqual([
+      `${prefix}-a`,
+      `${prefix}-c`,
+    ]);
+    // The search is a substring, not a pattern: `_` matches only an underscore.
+    expect(ids(await operator.listLineages({ search: prefix.replace(/-/g, '_') }))).toEqual([]);
+
+    // Bad input and unknown ids: the typed errors (SQLSTATE SC400, SC404), and null for an unknown compaction.
+    expect({
+      limit: await outcomeOf(app.pool, `SELECT session_list_lineages(NULL, NULL, NULL, NULL, NULL, 201)`),
+      status: await outcomeOf(app.pool, `SELECT session_list_lineages(NULL, NULL, 'open', NULL, NULL, 10)`),
+      history: await outcomeOf(app.pool, `SELECT session_history($1)`, [uniqueId('no-such-session')]),
+      audit: await outcomeOf(app.pool, `SELECT session_audit($1)`, [uniqueId('no-such-session')]),
+      compactionId: await outcomeOf(app.pool, `SELECT session_compaction_detail('')`),
+    }).toEqual({ limit: 'SC400', status: 'SC400', history: 'SC404', audit: 'SC404', compactionId: 'SC400' });
+    expect((await app.pool.query(`SELECT session_compaction_detail('no-such-job') AS result`)).rows).toEqual([{ result: null }]);
+
+    // What the functions read, the login still cannot.
+    expect({
+      lineages: await outcomeOf(app.pool, 'SELECT id FROM lineages WHERE id = $1', [id]),
+      compactions: await outcomeOf(app.pool, 'SELECT id FROM compactions WHERE lineage_id = $1', [id]),
+      messages: await outcomeOf(app.pool, 'SELECT body FROM messages WHERE session_id = $1', [id]),
+    }).toEqual({ lineages: '42501', compactions: '42501', messages: '42501' });
   });
 
   it('reads the schema’s tables, never a temporary table of its own, inside the functions (search_path pinned, pg_temp last)', async () => {
@@ -228,6 +313,24 @@ describe('the reader role (sc_reader)', () => {
     const { rows } = await reader.pool.query<{ result: { messages: unknown[] } }>('SELECT session_transcript($1) AS result', [id]);
     expect(rows[0].result.messages).toEqual(agentTurn(1));
     expect((await reader.pool.query('SELECT id, closed_at FROM lineages WHERE id = $1', [id])).rows).toEqual([{ id, closed_at: null }]);
+  });
+});
+
+describe('the stack’s own logins', () => {
+  it('run the clients in sc_app alone and the inspector in sc_reader alone, so every stack test proves those grants suffice', async () => {
+    const { rows } = await stack().db.pool.query<{ login: string; groups: string[] }>(
+      `select r.rolname as login, coalesce(array_agg(g.rolname::text order by g.rolname) filter (where g.rolname is not null), '{}'::text[]) as groups
+         from pg_roles r left join pg_auth_members m on m.member = r.oid left join pg_roles g on g.oid = m.roleid
+        where r.rolname in ('sc_stack_app', 'sc_stack_reader', 'sc_stack_worker') group by r.rolname order by 1`,
+    );
+    expect(rows).toEqual([
+      { login: 'sc_stack_app', groups: ['sc_app'] },
+      { login: 'sc_stack_reader', groups: ['sc_reader'] },
+      { login: 'sc_stack_worker', groups: ['sc_worker'] },
+    ]);
+    expect(new URL(stack().appDatabaseUrl).username).toBe('sc_stack_app');
+    expect(new URL(stack().readerDatabaseUrl).username).toBe('sc_stack_reader');
+    expect((await stack().clientDb.pool.query<{ user: string }>('select current_user as user')).rows).toEqual([{ user: 'sc_stack_app' }]);
   });
 });
 

@@ -21,10 +21,12 @@ import { conversation, uniqueId, useTestStack } from '../support/stack';
 const run = promisify(execFile);
 const stack = useTestStack();
 
+/** The `sessions` command as an operator: under the reader login (sc_reader alone), or the application login (sc_app) for `compact`, which writes. */
 async function sessions(args: string[], env: Record<string, string> = {}) {
+  const login = args[0] === 'compact' ? stack().appDatabaseUrl : stack().readerDatabaseUrl;
   try {
     const { stdout, stderr } = await run(process.execPath, [path.join(PROJECT_ROOT, 'bin/sessions.js'), ...args], {
-      env: { ...process.env, ...stack().env, ...env },
+      env: { ...process.env, ...stack().env, DATABASE_URL: login, ...env },
       cwd: PROJECT_ROOT,
     });
     return { code: 0, stdout, stderr };

@@ -228,7 +228,8 @@ describe('retention, one batch at a time', () => {
     const id = uniqueId('cli-rerun');
     await grow(id, 3);
     const hold = holdExports();
-    const env = { ...process.env, ...stack().env };
+    // An operator's command: it starts the retention workflow (the worker prunes, as sc_worker) and reads no table.
+    const env = { ...process.env, ...stack().env, DATABASE_URL: stack().readerDatabaseUrl };
     const cli = (args: string[]) =>
       spawn(process.execPath, [path.join(PROJECT_ROOT, 'bin/sessions.js'), ...args], { env, cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     const outputOf = (child: ReturnType<typeof cli>) =>

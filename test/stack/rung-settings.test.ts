@@ -42,7 +42,7 @@ function billed(on: TestStack) {
 
 /** The inspector's page of a compaction (its app, without a server). */
 async function inspectorPage(on: TestStack, compactionId: string): Promise<string> {
-  const app = createInspectorApp({ client: on.client, temporalUiUrl: 'http://127.0.0.1:8233' });
+  const app = createInspectorApp({ client: on.reader, temporalUiUrl: 'http://127.0.0.1:8233' });
   const response = await app.request(`http://127.0.0.1/compactions/${encodeURIComponent(compactionId)}`);
   expect(response.status).toBe(200);
   return response.text();

@@ -109,17 +109,22 @@ describe('the migration level a worker checks at start', () => {
 });
 
 describe('the stack’s client login', () => {
-  it('the stack’s clients run under a login in sc_app and sc_reader, which may not write a table', async () => {
+  it('the stack’s clients run under a login in sc_app alone, which may not read or write a table', async () => {
     const login = await stack().clientDb.pool.query<{ user: string; app: boolean; reader: boolean; worker: boolean; superuser: boolean }>(
       `select current_user as user, pg_has_role('sc_app', 'MEMBER') as app, pg_has_role('sc_reader', 'MEMBER') as reader,
               pg_has_role('sc_worker', 'MEMBER') as worker, (select rolsuper from pg_roles where rolname = current_user) as superuser`,
     );
-    expect(login.rows).toEqual([{ user: 'sc_stack_app', app: true, reader: true, worker: false, superuser: false }]);
+    expect(login.rows).toEqual([{ user: 'sc_stack_app', app: true, reader: false, worker: false, superuser: false }]);
     const write = await stack()
       .clientDb.pool.query(`update lineages set closed_at = now()`)
       .then(() => 'ok')
       .catch((error: { code?: string }) => error.code);
     expect(write).toBe('42501');
+    const read = await stack()
+      .clientDb.pool.query(`select id from lineages limit 1`)
+      .then(() => 'ok')
+      .catch((error: { code?: string }) => error.code);
+    expect(read).toBe('42501');
     // The stack's SessionsClient works through it: its calls arrive on the application login.
     const sessionId = uniqueId('app-login');
     await stack().client.createSession({ sessionId });

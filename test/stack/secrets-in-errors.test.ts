@@ -121,10 +121,11 @@ describe('an LLM gateway that echoes the API key in its 401', () => {
 
     const [row] = await auditRows(stack.db.db, id);
     expect(row).toMatchObject({ outcome: 'aborted', reason: result.reason });
-    const app = createInspectorApp({ client: stack.client, temporalUiUrl: 'http://127.0.0.1:8233' });
+    const app = createInspectorApp({ client: stack.reader, temporalUiUrl: 'http://127.0.0.1:8233' });
     const lineagePage = await (await app.request(`/lineages/${id}`)).text();
     const compactionPage = await (await app.request(`/compactions/${encodeURIComponent(row.id)}`)).text();
-    const history = await sessionsCommand(['history', id, '--json'], stack.env);
+    const asReader = { ...stack.env, DATABASE_URL: stack.readerDatabaseUrl };
+    const history = await sessionsCommand(['history', id, '--json'], asReader);
     const workflowHistory = await rawHistory(id);
     expect(workflowHistory).toContain('SummariserAuthError');
 
@@ -134,7 +135,7 @@ describe('an LLM gateway that echoes the API key in its 401', () => {
       lineagePage,
       compactionPage,
       history,
-      historyText: await sessionsCommand(['history', id], stack.env),
+      historyText: await sessionsCommand(['history', id], asReader),
       workflowHistory,
       workerLog: worker.output(),
     };

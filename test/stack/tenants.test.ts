@@ -14,6 +14,7 @@
  * - row-level security is the second line: a function that reads the tables as their owner with
  *   no tenant check of its own, and the tenant reader's own SELECTs, see the tenant's rows only;
  *   the mapping itself is readable by no tenant;
+ * - the operator's reads (list, history, audit) through a tenant's login show its own lineages;
  * - once tenants are on, an application login with no tenant is refused.
  */
 import { Pool } from 'pg';
@@ -71,6 +72,8 @@ const DATA_PLANE_CALLS: Record<string, { sql: string; values?: unknown[] }> = {
   replaceTail: { sql: "SELECT session_replace_tail($1, 1, NULL, '[]'::jsonb, NULL, NULL, NULL)" },
   close: { sql: 'SELECT session_close($1)' },
   erase: { sql: 'SELECT session_erase($1, true)' },
+  history: { sql: 'SELECT session_history($1)' },
+  audit: { sql: 'SELECT session_audit($1)' },
 };
 
 const turnsOf = (tenant: string) => [
@@ -191,6 +194,20 @@ describe('tenants', () => {
     // The mapping of logins to tenants is the administrator's: no tenant reads it.
     await expect(acmeReader.pool.query('SELECT login, tenant FROM tenant_logins')).rejects.toMatchObject({ code: '42501' });
     await expect(acme.pool.query('SELECT login, tenant FROM tenant_logins')).rejects.toMatchObject({ code: '42501' });
+  });
+
+  it("lists, and audits, the tenant's own lineages only: the operator's reads filter by the policies alone", async () => {
+    const id = uniqueId('listed');
+    for (const tenant of [acme, beta]) {
+      await tenant.client!.createSession({ sessionId: id, source: 'listing' });
+      await tenant.client!.append(id, agentTurn(2));
+    }
+    const listed = await acme.client!.operator.listLineages({ search: id });
+    expect(listed.lineages.map((l) => l.lineageId)).toEqual([`acme:${id}`]);
+    expect((await acme.client!.operator.history(id)).lineage.lineageId).toBe(`acme:${id}`);
+    const { rows } = await acme.pool.query<{ report: { lineages: number } }>('SELECT session_audit(NULL) AS report');
+    const { rows: own } = await stack().db.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM lineages WHERE id LIKE 'acme:%'");
+    expect(rows[0].report.lineages).toBe(own[0].n);
   });
 
   it('refuses an application login with no tenant once tenants are on', async () => {

@@ -65,8 +65,14 @@ export interface TestStack {
   db: DatabaseHandle;
   /** DATABASE_URL under the worker's login (in sc_worker), as every worker the stack starts gets it. */
   workerDatabaseUrl: string;
-  /** The stack's client, under the application login (in sc_app and sc_reader): the data plane and the operator's reads only. */
+  /** DATABASE_URL under the application login (in sc_app alone): the clients' and the `sessions` command's for the data plane. */
+  appDatabaseUrl: string;
+  /** DATABASE_URL under the reader login (in sc_reader alone): the inspector's and the `sessions` command's for an operator's reads. */
+  readerDatabaseUrl: string;
+  /** The stack's client, under the application login (in sc_app alone): the data-plane functions only, the operator's reads included. */
   client: SessionsClient;
+  /** A client under the reader login (in sc_reader alone), for the inspector: the read functions only. */
+  reader: SessionsClient;
   /** The connection the stack's clients use (withClient too): the application login's. */
   clientDb: DatabaseHandle;
   temporal: Client;
@@ -101,12 +107,17 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
   const connection = await Connection.connect({ address: stack.temporalAddress });
   const temporal = new Client({ connection, namespace: config.temporal.namespace });
   // The clients run under the application login: every stack test proves the data plane's grants suffice.
-  const clientDb = openDatabase(asLogin(databaseUrl, 'app'));
+  const appDatabaseUrl = asLogin(databaseUrl, 'app');
+  const readerDatabaseUrl = asLogin(databaseUrl, 'reader');
+  const clientDb = openDatabase(appDatabaseUrl);
   const client = await SessionsClient.connect({
     config,
     database: clientDb,
     settings: { retryInitialIntervalMs: 200, retryMaximumIntervalMs: 1000, ...options.settings },
   });
+  // The inspector runs under the reader login: every inspector test proves the read functions suffice.
+  const readerDb = openDatabase(readerDatabaseUrl);
+  const reader = await SessionsClient.connect({ config, database: readerDb, connection });
   let nativeConnection: NativeConnection | undefined;
   let running: { worker: SessionWorker; done: Promise<void> } | undefined;
   const children = new Set<ChildProcess>();
@@ -117,7 +128,10 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
     llm,
     db,
     workerDatabaseUrl,
+    appDatabaseUrl,
+    readerDatabaseUrl,
     client,
+    reader,
     clientDb,
     temporal,
     async startWorker(workerOptions = {}) {
@@ -153,6 +167,8 @@ export async function startTestStack(options: TestStackOptions = {}): Promise<Te
       await result.stopWorker();
       await client.close();
       await clientDb.close();
+      await reader.close();
+      await readerDb.close();
       await connection.close();
       await nativeConnection?.close();
       await workerDb?.close();

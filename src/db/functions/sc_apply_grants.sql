@@ -16,9 +16,11 @@ LANGUAGE plpgsql AS $$
 DECLARE
   app_functions text[] := ARRAY['session_create', 'session_append', 'session_replace_tail', 'session_transcript', 'session_lineage',
     'session_lineage_state', 'session_messages', 'session_appended_under', 'session_close', 'session_erase', 'session_recorded_answer',
-    'session_ledger', 'session_release_auto_compaction', 'session_compaction_events'];
+    'session_ledger', 'session_release_auto_compaction', 'session_compaction_events',
+    'session_list_lineages', 'session_history', 'session_compaction_detail', 'session_audit'];
   read_functions text[] := ARRAY['session_transcript', 'session_lineage', 'session_lineage_state', 'session_messages', 'session_appended_under',
-    'session_recorded_answer', 'session_ledger', 'session_compaction_events'];
+    'session_recorded_answer', 'session_ledger', 'session_compaction_events',
+    'session_list_lineages', 'session_history', 'session_compaction_detail', 'session_audit'];
   r record;
 BEGIN
   IF to_regrole('sc_owner') IS NULL OR to_regrole('sc_migrator') IS NULL OR to_regrole('sc_worker') IS NULL
