@@ -15,7 +15,6 @@ import type { Database } from './database';
 import type { CompactionJob } from '../workflows/contract';
 import type { SnapshotRow } from './jobs';
 import type { Executor } from './executor';
-import { sessionMessages } from './lineage-state';
 
 /** A message of the compacted head, with where it came from. */
 export interface CompactedMessage {
@@ -243,9 +242,10 @@ export async function commitCompaction(db: Database, input: CommitInput, paths: 
   // parent's), read the rows after the watermark, gate, commit: no append can land between.
   const locked = (retries: number) =>
     db.transaction(async (tx) => {
-      await tx.execute(sql`select 1 from lineages where id = ${job.lineageId} for update`);
-      await tx.execute(sql`select 1 from sessions where id = ${job.parentSessionId} for update`);
-      const rows = await sessionMessages(tx, job.parentSessionId, { afterSeq: input.watermarkSeq });
+      const { rows: locked } = await tx.execute<{ rows: SnapshotRow[] }>(
+        sql`select sc_compaction_lock(${job.lineageId}, ${job.parentSessionId}, ${input.watermarkSeq}::integer) as rows`,
+      );
+      const rows = locked[0].rows;
       const answer = await gateAndCommit(tx, rows, retries);
       if (answer.outcome === 'appended') throw new Error(`rows were appended to ${job.parentSessionId} under its locks; rolling back`);
       return answer;

@@ -5,7 +5,7 @@
  * (sc_compaction_begin.sql: the audit row, the lineage, its ledger and the snapshot in one
  * round trip, on every attempt's critical path); the bookkeeping after it is drizzle.
  */
-import { asc, and, eq, sql } from 'drizzle-orm';
+import { asc, eq, sql } from 'drizzle-orm';
 import { SessionNotFoundError } from '../errors';
 import type { Message } from '../compaction/dialects';
 import type { GainFigures, RungCost } from '../compaction/gain';
@@ -14,20 +14,22 @@ import type { Answer, CompactionJob, CompactionOutcome } from '../workflows/cont
 import { type AutoCompactionPolicy, DEFAULT_AUTO_COMPACTION_POLICY, settleAutoCompaction } from './auto-compaction';
 import type { Database } from './database';
 import type { LineageInfo } from './lineage-state';
-import { compactions, lineages } from './schema';
+import { compactions } from './schema';
 
 export type JobRecord = typeof compactions.$inferSelect;
 
 /** The audit row's fields that describe the job itself. */
-function jobRow(job: CompactionJob, model: string) {
+/** The audit row of a job the workflow gave up on, as sc_job_abort takes it. */
+function abortedJob(job: CompactionJob, model: string, reason: string) {
   return {
-    id: job.jobId,
+    jobId: job.jobId,
     lineageId: job.lineageId,
     parentSessionId: job.parentSessionId,
     generation: job.generation + 1,
     requestIds: job.requestIds,
     trigger: job.trigger,
     model,
+    reason,
   };
 }
 
@@ -100,16 +102,12 @@ export async function recordJoinedRequests(
   policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
 ): Promise<void> {
   await db.transaction(async (tx) => {
-    const joined = JSON.stringify(job.requestIds);
-    const recorded = await tx
-      .update(compactions)
-      .set({
-        requestIds: sql`${compactions.requestIds} || coalesce((select jsonb_agg(j.id) from jsonb_array_elements(${joined}::jsonb) as j(id) where not ${compactions.requestIds} @> jsonb_build_array(j.id)), '[]'::jsonb)`,
-      })
-      .where(eq(compactions.id, job.jobId))
-      .returning({ id: compactions.id });
-    // No row: the lineage was erased (the id may be a new lineage's now), and nothing of this job may touch it.
-    if (recorded.length === 0) return;
+    // sc_job_record_joined.sql: false when no row is left (the lineage was erased; the id may be a
+    // new lineage's now), and nothing of this job may touch it.
+    const { rows } = await tx.execute<{ recorded: boolean }>(
+      sql`select sc_job_record_joined(${job.jobId}, ${JSON.stringify(job.requestIds)}::jsonb) as recorded`,
+    );
+    if (!rows[0].recorded) return;
     await settleAutoCompaction(tx, job, outcome === 'refused' || outcome === 'aborted' ? 'failed' : 'settled', policy);
   });
 }
@@ -127,19 +125,13 @@ export async function abortJob(
   policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
 ): Promise<Pick<Answer, 'sessionId' | 'generation'> & { outcome: 'compacted' | 'aborted' }> {
   return db.transaction(async (tx) => {
-    const [lineage] = await tx.select().from(lineages).where(eq(lineages.id, job.lineageId)).for('update');
-    if (!lineage) throw new SessionNotFoundError(job.lineageId);
-    const [row] = await tx
-      .insert(compactions)
-      .values({ ...jobRow(job, model), outcome: 'aborted', reason, finishedAt: new Date() })
-      .onConflictDoUpdate({
-        target: compactions.id,
-        set: { outcome: 'aborted', reason, finishedAt: new Date() },
-        setWhere: sql`${compactions.outcome} <> 'compacted'`,
-      })
-      .returning({ outcome: compactions.outcome });
-    if (row) await settleAutoCompaction(tx, job, 'failed', policy);
-    return { outcome: row ? 'aborted' : 'compacted', sessionId: lineage.headSessionId, generation: lineage.generation };
+    const { rows } = await tx.execute<{ answer: { missing?: true; aborted: boolean; headSessionId: string; generation: number } }>(
+      sql`select sc_job_abort(${JSON.stringify(abortedJob(job, model, reason))}::jsonb) as answer`,
+    );
+    const answer = rows[0].answer;
+    if (answer.missing) throw new SessionNotFoundError(job.lineageId);
+    if (answer.aborted) await settleAutoCompaction(tx, job, 'failed', policy);
+    return { outcome: answer.aborted ? 'aborted' : 'compacted', sessionId: answer.headSessionId, generation: answer.generation };
   });
 }
 
@@ -186,32 +178,32 @@ export async function finishJob(
   fields: JobFields,
   policy: AutoCompactionPolicy = DEFAULT_AUTO_COMPACTION_POLICY,
 ): Promise<void> {
+  // sc_job_finish.sql; a field left undefined is absent from the JSON and keeps the row's value.
+  const decision = {
+    jobId: job.jobId,
+    attempt,
+    outcome,
+    reason: fields.reason ?? null,
+    tokensBefore: fields.tokensBefore,
+    tokensAfter: fields.tokensAfter,
+    messagesBefore: fields.messagesBefore,
+    messagesAfter: fields.messagesAfter,
+    promptTokens: fields.promptTokens,
+    completionTokens: fields.completionTokens,
+    cachedPromptTokens: fields.cachedPromptTokens,
+    gate: fields.gate ?? null,
+    gateResults: fields.gateResults ?? null,
+    passedRungs: fields.passedRungs && Object.keys(fields.passedRungs).length > 0 ? fields.passedRungs : null,
+    costs: fields.costs && Object.keys(fields.costs).length > 0 ? fields.costs : null,
+    gain: fields.gain ?? null,
+  };
   await db.transaction(async (tx) => {
-    const decided = await tx
-      .update(compactions)
-      .set({
-        outcome,
-        reason: fields.reason ?? null,
-        tokensBefore: fields.tokensBefore,
-        tokensAfter: fields.tokensAfter,
-        messagesBefore: fields.messagesBefore,
-        messagesAfter: fields.messagesAfter,
-        summariserPromptTokens: fields.promptTokens,
-        summariserCompletionTokens: fields.completionTokens,
-        summariserCachedPromptTokens: fields.cachedPromptTokens,
-        gate: fields.gate ?? null,
-        gateResults: fields.gateResults ?? null,
-        passedRungs: fields.passedRungs && Object.keys(fields.passedRungs).length > 0 ? fields.passedRungs : null,
-        costs: fields.costs && Object.keys(fields.costs).length > 0 ? fields.costs : null,
-        gain: fields.gain ?? null,
-        finishedAt: new Date(),
-      })
-      .where(and(eq(compactions.id, job.jobId), eq(compactions.attempts, attempt), sql`${compactions.outcome} <> 'compacted'`))
-      .returning({ id: compactions.id });
-    if (decided.length > 0) await settleAutoCompaction(tx, job, outcome === 'refused' && !fields.held && !fields.declined ? 'failed' : 'settled', policy);
+    const { rows } = await tx.execute<{ decided: boolean }>(sql`select sc_job_finish(${JSON.stringify(decision)}::jsonb) as decided`);
+    if (rows[0].decided) await settleAutoCompaction(tx, job, outcome === 'refused' && !fields.held && !fields.declined ? 'failed' : 'settled', policy);
   });
 }
 
+/** The audit rows of a lineage, oldest first: the tests' and operators' reads (as a login that may read the table). */
 export async function auditRows(db: Database, lineageId: string): Promise<JobRecord[]> {
   return db.select().from(compactions).where(eq(compactions.lineageId, lineageId)).orderBy(asc(compactions.startedAt));
 }

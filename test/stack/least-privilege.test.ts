@@ -40,7 +40,7 @@ interface Login {
 const logins: Login[] = [];
 
 /** A login role of this test (roles are the cluster's: a unique name, dropped afterwards), a member of `group` when given. */
-async function createLogin(group: 'sc_app' | 'sc_reader' | null): Promise<Login> {
+async function createLogin(group: 'sc_app' | 'sc_reader' | 'sc_worker' | null): Promise<Login> {
   const name = `sc_test_${group ?? 'nobody'}_${randomUUID().slice(0, 8)}`;
   const password = randomUUID();
   await stack().db.pool.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'${group ? ` IN ROLE ${group}` : ''}`);
@@ -87,6 +87,7 @@ const refusedAll = (outcomes: Record<string, string>) => Object.fromEntries(Obje
 
 let app: Login;
 let reader: Login;
+let worker: Login;
 let nobody: Login;
 let appDatabase: DatabaseHandle;
 let appClient: SessionsClient;
@@ -94,6 +95,7 @@ let appClient: SessionsClient;
 beforeAll(async () => {
   app = await createLogin('sc_app');
   reader = await createLogin('sc_reader');
+  worker = await createLogin('sc_worker');
   nobody = await createLogin(null);
   appDatabase = openDatabase(app.url, { max: 4 });
   appClient = await SessionsClient.connect({ config: stack().config, database: appDatabase });
@@ -313,6 +315,43 @@ describe('the reader role (sc_reader)', () => {
     const { rows } = await reader.pool.query<{ result: { messages: unknown[] } }>('SELECT session_transcript($1) AS result', [id]);
     expect(rows[0].result.messages).toEqual(agentTurn(1));
     expect((await reader.pool.query('SELECT id, closed_at FROM lineages WHERE id = $1', [id])).rows).toEqual([{ id, closed_at: null }]);
+  });
+});
+
+describe('the worker role (sc_worker)', () => {
+  it('touches no table but reading the migration level, and calls only its own functions and the data plane', async () => {
+    const reads: Record<string, string> = {};
+    for (const { table } of await tables()) reads[`SELECT ${table}`] = await outcomeOf(worker.pool, `SELECT * FROM ${table} LIMIT 1`);
+    expect(reads).toEqual({ ...refusedAll(reads), 'SELECT schema_level': 'ok' });
+    const writes = await tableWrites(worker.pool);
+    expect(writes).toEqual(refusedAll(writes));
+    const calls = {
+      raise: await outcomeOf(worker.pool, `SELECT sc_raise('SessionNotFoundError', 'x', '{}'::jsonb)`),
+      grants: await outcomeOf(worker.pool, `SELECT sc_apply_grants()`),
+      tenant: await outcomeOf(worker.pool, `SELECT sc_tenant_id('x')`),
+    };
+    expect(calls).toEqual({ raise: '42501', grants: '42501', tenant: '42501' });
+    const { rows } = await stack().db.pool.query<{ name: string }>(
+      `select distinct p.proname as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+        where n.nspname = 'public' and has_function_privilege('sc_worker', p.oid, 'EXECUTE') and p.proname not like 'session\\_%' order by 1`,
+    );
+    expect(rows.map((r) => r.name)).toEqual([
+      'retention_prune',
+      'sc_compaction_begin',
+      'sc_compaction_commit',
+      'sc_compaction_lock',
+      'sc_job_abort',
+      'sc_job_finish',
+      'sc_job_record_joined',
+      'sc_settle_auto_compaction',
+    ]);
+    // Each of them runs as the schema's owner, with the path pinned: the worker's calls need no table.
+    const { rows: invokers } = await stack().db.pool.query<{ name: string }>(
+      `select p.proname as name from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+        where n.nspname = 'public' and has_function_privilege('sc_worker', p.oid, 'EXECUTE')
+          and not (p.prosecdef and array_to_string(p.proconfig, ',') like 'search_path=pg_catalog, public, pg_temp%')`,
+    );
+    expect(invokers).toEqual([]);
   });
 });
 

@@ -5,7 +5,7 @@
  * The rest record what the workflow decided: an aborted job, the requests that joined a job, a
  * lineage closed.
  */
-import { abortJob, closeLineage, lineageOf, recordJoinedRequests as recordJoinedRequestsInStore } from '../../db/session-store';
+import { abortJob, closeLineageOf, lineageState, recordJoinedRequests as recordJoinedRequestsInStore } from '../../db/session-store';
 import { SessionNotFoundError } from '../../errors';
 import type { Answer, CompactionJob, CompactionOutcome } from '../../workflows/contract';
 import { writeJobAnswer } from '../../workflows/job-answer';
@@ -46,7 +46,7 @@ export function createCompactionActivities(given: CompactionActivityDeps) {
   /** Closed, or erased (no row left: a run started for an erased lineage ends at once); a new workflow run checks first. */
   async function isLineageClosed(lineageId: string): Promise<boolean> {
     try {
-      return (await lineageOf(deps.db, lineageId)).closed;
+      return (await lineageState(deps.db, lineageId)).closed;
     } catch (error) {
       if (error instanceof SessionNotFoundError) return true;
       throw error;
@@ -55,7 +55,12 @@ export function createCompactionActivities(given: CompactionActivityDeps) {
 
   /** Marks the lineage closed in Postgres once the workflow has drained its queue. */
   async function markLineageClosed(lineageId: string): Promise<void> {
-    await closeLineage(deps.db, lineageId);
+    try {
+      await closeLineageOf(deps.db, lineageId);
+    } catch (error) {
+      // Erased meanwhile: nothing is left to close.
+      if (!(error instanceof SessionNotFoundError)) throw error;
+    }
   }
 
   return { compactSession, recordAbortedCompaction, recordJoinedRequests, markLineageClosed, isLineageClosed };

@@ -20,7 +20,7 @@
 -- [{lineageId, sessionId, seq, lineageSeq, createdAt, message}], for the caller to write
 -- out before it commits.
 CREATE OR REPLACE FUNCTION retention_prune(p_policy jsonb, p_batch integer DEFAULT 1000, p_export boolean DEFAULT false) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   ended_cutoff timestamptz := CASE WHEN jsonb_typeof(p_policy->'endedSessionDays') = 'number'
     THEN now() - make_interval(secs => (p_policy->>'endedSessionDays')::float8 * 86400) END;

@@ -5,7 +5,7 @@
 -- created again since answers {"erased": true} and writes nothing. The lineage's incarnation
 -- is in the answer: the commit carries it (sc_compaction_commit).
 CREATE OR REPLACE FUNCTION sc_compaction_begin(p jsonb)
-RETURNS jsonb LANGUAGE plpgsql AS $$
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   g public.lineages;
   c public.compactions;

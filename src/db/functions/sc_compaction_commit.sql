@@ -15,7 +15,7 @@
 -- p.costs (what each rung that ran was billed) and p.gain (the minimum-gain guard's figures) go
 -- into the audit row as they are.
 CREATE OR REPLACE FUNCTION sc_compaction_commit(p jsonb)
-RETURNS jsonb LANGUAGE plpgsql AS $$
+RETURNS jsonb LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 DECLARE
   g public.lineages;
   c public.compactions;

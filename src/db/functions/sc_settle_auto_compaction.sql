@@ -3,7 +3,7 @@
 -- asked), 'failed' (climbs the ladder) or 'settled' (ends the pending request only); the last
 -- two touch the lineage only when the job answered its pending automatic request.
 CREATE OR REPLACE FUNCTION sc_settle_auto_compaction(p_lineage_id text, p_request_ids jsonb, p_how text, p_cooldowns_ms bigint[])
-RETURNS void LANGUAGE plpgsql AS $$
+RETURNS void LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public, pg_temp AS $$
 BEGIN
   IF jsonb_array_length(p_request_ids) = 0 THEN
     RETURN;
