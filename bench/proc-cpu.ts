@@ -11,7 +11,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 export interface ProcStat {
   pid: number;
   ppid: number;
-  /** utime + stime, in clock ticks. */
+  /**
+   * utime + stime + cutime + cstime, in clock ticks: its own time and that of its children that
+   * ended and were waited for (a Postgres backend that exits leaves its time in the postmaster's).
+   */
   ticks: number;
 }
 
@@ -19,12 +22,12 @@ export interface ProcStat {
 export function parseProcStat(line: string): ProcStat {
   const close = line.lastIndexOf(')');
   const pid = Number(line.slice(0, line.indexOf(' ')));
-  // After the name: state(3) ppid(4) ... utime(14) stime(15), numbered from 1 as in proc(5).
+  // After the name: state(3) ppid(4) ... utime(14) stime(15) cutime(16) cstime(17), numbered from 1 as in proc(5).
   const rest = line
     .slice(close + 2)
     .trim()
     .split(/\s+/);
-  return { pid, ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) };
+  return { pid, ppid: Number(rest[1]), ticks: Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]) };
 }
 
 /** The busy ticks of all cores together, from the first line of /proc/stat (everything but idle and iowait). */
@@ -43,26 +46,25 @@ export function roleOf(cmdline: string): string | undefined {
 }
 
 /**
- * Ticks per role over the processes that descend from `root`: a process named in `labels`
- * (by pid) and everything under it count for that label; otherwise the nearest ancestor with a
- * role (roleOf its command line) or a label; `root` itself and anything else under it count as `rootLabel`.
+ * The role of each process that descends from `root`: a process named in `labels` (by pid) and
+ * everything under it count for that label; otherwise the nearest ancestor with a role (roleOf its
+ * command line); `root` itself and anything else under it count as `rootLabel`. A process that
+ * does not descend from `root` (another job's) is left out.
  */
-export function ticksByRole(
+export function rolesUnder(
   stats: ProcStat[],
   cmdlines: Map<number, string>,
   root: number,
   labels: Map<number, string>,
   rootLabel: string,
-): Map<string, number> {
+): Map<number, { role: string; ticks: number }> {
   const byPid = new Map(stats.map((s) => [s.pid, s]));
-  const out = new Map<string, number>();
+  const out = new Map<number, { role: string; ticks: number }>();
   for (const s of stats) {
-    // Walk up to root: the nearest label or role on the way names the process; one that never reaches root is another job's.
     let role: string | undefined;
     for (let p: ProcStat | undefined = s, hops = 0; p && hops < 64; p = byPid.get(p.ppid), hops++) {
       if (p.pid === root) {
-        role ??= rootLabel;
-        out.set(role, (out.get(role) ?? 0) + s.ticks);
+        out.set(s.pid, { role: role ?? rootLabel, ticks: s.ticks });
         break;
       }
       role ??= labels.get(p.pid) ?? roleOf(cmdlines.get(p.pid) ?? '');
@@ -74,7 +76,7 @@ export function ticksByRole(
 export interface CpuSnapshot {
   at: number;
   machineTicks: number;
-  byRole: Map<string, number>;
+  byPid: Map<number, { role: string; ticks: number }>;
 }
 
 /** Reads /proc now: every process's ticks, grouped by role under `root` (this process by default). */
@@ -93,7 +95,7 @@ export function cpuSnapshot(labels: Map<number, string>, root = process.pid, roo
   return {
     at: performance.now(),
     machineTicks: parseMachineBusyTicks(readFileSync('/proc/stat', 'utf8')),
-    byRole: ticksByRole(stats, cmdlines, root, labels, rootLabel),
+    byPid: rolesUnder(stats, cmdlines, root, labels, rootLabel),
   };
 }
 
@@ -104,19 +106,24 @@ function ticksPerSecond(): number {
 }
 
 /**
- * Cores each role used between two snapshots (CPU seconds over wall seconds), the machine's
- * busy cores, and `other`: what processes outside the benchmark took meanwhile. A process that
- * started or ended between the two counts from 0 or is left out (its ticks are lost).
+ * Cores each role used between two snapshots (CPU seconds over wall seconds), summed over its
+ * processes' own differences: a process that started meanwhile counts from 0. A process that
+ * ended meanwhile left all its time in its parent's children's time (the postmaster waits for
+ * each backend): its time before the first snapshot is taken off again, so only the window counts.
+ * Also the machine's busy cores, and `other`: what processes outside the benchmark took meanwhile.
  */
 export function coresUsed(before: CpuSnapshot, after: CpuSnapshot, hz = ticksPerSecond()): Record<string, number> {
   const seconds = (after.at - before.at) / 1000;
   const cores = (ticks: number) => Number((ticks / hz / seconds).toFixed(2));
-  const out: Record<string, number> = {};
+  const byRole = new Map<string, number>();
+  const add = (role: string, ticks: number) => byRole.set(role, (byRole.get(role) ?? 0) + ticks);
+  for (const [pid, { role, ticks }] of after.byPid) add(role, ticks - (before.byPid.get(pid)?.ticks ?? 0));
+  for (const [pid, { role, ticks }] of before.byPid) if (!after.byPid.has(pid)) add(role, -ticks);
   let ours = 0;
-  for (const [role, ticks] of after.byRole) {
-    const used = Math.max(0, ticks - (before.byRole.get(role) ?? 0));
-    ours += used;
-    out[role] = cores(used);
+  const out: Record<string, number> = {};
+  for (const [role, ticks] of byRole) {
+    ours += Math.max(0, ticks);
+    out[role] = cores(Math.max(0, ticks));
   }
   const machine = after.machineTicks - before.machineTicks;
   out['machine (all processes)'] = cores(machine);

@@ -1,6 +1,6 @@
 /** The benchmark's scale helpers (issue 41 §4): how a long lineage is built, and CPU per process from /proc. */
 import { describe, expect, it } from 'vitest';
-import { coresUsed, parseMachineBusyTicks, parseProcStat, type ProcStat, roleOf, ticksByRole } from '../../bench/proc-cpu';
+import { coresUsed, parseMachineBusyTicks, parseProcStat, type ProcStat, roleOf, rolesUnder } from '../../bench/proc-cpu';
 import { wakeBuildPlan } from '../../bench/seed-lineage';
 
 describe('wakeBuildPlan', () => {
@@ -16,9 +16,9 @@ describe('wakeBuildPlan', () => {
 });
 
 describe('parseProcStat', () => {
-  it('reads pid, ppid and utime + stime past a command name holding spaces and parentheses', () => {
-    const line = '4242 (node (worker) x) S 4000 4242 4000 0 -1 4194560 9000 0 0 0 1234 567 0 0 20 0 11 0 100 2000000 30000';
-    expect(parseProcStat(line)).toEqual({ pid: 4242, ppid: 4000, ticks: 1234 + 567 });
+  it('reads pid, ppid and utime + stime + cutime + cstime past a command name holding spaces and parentheses', () => {
+    const line = '4242 (node (worker) x) S 4000 4242 4000 0 -1 4194560 9000 0 0 0 1234 567 89 10 20 0 11 0 100 2000000 30000';
+    expect(parseProcStat(line)).toEqual({ pid: 4242, ppid: 4000, ticks: 1234 + 567 + 89 + 10 });
   });
 });
 
@@ -37,7 +37,7 @@ describe('roleOf', () => {
   });
 });
 
-describe('ticksByRole', () => {
+describe('rolesUnder', () => {
   const stat = (pid: number, ppid: number, ticks: number): ProcStat => ({ pid, ppid, ticks });
   const stats = [
     stat(1, 1, 5000), // init: not under the benchmark
@@ -59,23 +59,44 @@ describe('ticksByRole', () => {
   ]);
 
   it('counts each process under the benchmark for its nearest label or role, the rest for the benchmark, and nothing outside it', () => {
-    const out = ticksByRole(stats, cmdlines, 100, new Map([[400, 'worker 1']]), 'bench');
-    expect(Object.fromEntries(out)).toEqual({ bench: 48, Postgres: 370, 'Temporal server': 90, 'worker 1': 125 });
+    const out = rolesUnder(stats, cmdlines, 100, new Map([[400, 'worker 1']]), 'bench');
+    expect(Object.fromEntries([...out].map(([pid, { role }]) => [pid, role]))).toEqual({
+      100: 'bench',
+      200: 'Postgres',
+      201: 'Postgres',
+      300: 'Temporal server',
+      400: 'worker 1',
+      401: 'worker 1',
+      500: 'bench',
+    });
+    expect(out.get(201)?.ticks).toBe(70);
   });
 });
 
 describe('coresUsed', () => {
+  const snapshot = (at: number, machineTicks: number, procs: Array<[number, string, number]>) => ({
+    at,
+    machineTicks,
+    byPid: new Map(procs.map(([pid, role, ticks]) => [pid, { role, ticks }])),
+  });
+
   it('divides each role’s ticks by the wall time, and counts what the machine did beyond ours as other jobs', () => {
-    const before = { at: 0, machineTicks: 1000, byRole: new Map([['Postgres', 100]]) };
-    const after = {
-      at: 2000,
-      machineTicks: 1000 + 300,
-      byRole: new Map([
-        ['Postgres', 100 + 150],
-        ['worker 2', 50],
-      ]),
-    };
+    const before = snapshot(0, 1000, [[200, 'Postgres', 100]]);
+    const after = snapshot(2000, 1300, [
+      [200, 'Postgres', 250],
+      [400, 'worker 2', 50],
+    ]);
     // 2 s at 100 ticks per s: 150 ticks is 0.75 cores; the machine 1.5; other jobs 300 - 200 = 100 ticks, 0.5.
     expect(coresUsed(before, after, 100)).toEqual({ Postgres: 0.75, 'worker 2': 0.25, 'machine (all processes)': 1.5, 'other jobs on the machine': 0.5 });
+  });
+
+  it('counts only the window of a process that ended in it (its whole time is in its parent’s children time)', () => {
+    // A backend (201) had 500 ticks, worked 40 more and exited; the postmaster (200) reaped it: +540 children's time, +10 its own.
+    const before = snapshot(0, 0, [
+      [200, 'Postgres', 100],
+      [201, 'Postgres', 500],
+    ]);
+    const after = snapshot(1000, 100, [[200, 'Postgres', 100 + 10 + 540]]);
+    expect(coresUsed(before, after, 100).Postgres).toBe(0.5);
   });
 });
