@@ -323,20 +323,32 @@ async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const started = now();
   const bench = await openBench();
-  try {
-    for (const section of SECTIONS.filter((s) => s.shared && wants(s))) await section.run(bench);
-  } finally {
-    await bench.close();
-  }
-  for (const section of SECTIONS.filter((s) => !s.shared && wants(s))) await section.run(bench);
   const { results } = bench;
-  results.seconds = round((now() - started) / 1000, 1);
-
-  mkdirSync(path.join(__dirname, 'results'), { recursive: true });
-  const file = path.join(__dirname, 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`);
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-  console.log(renderTable(results));
-  console.log(`\nJSON: ${path.relative(PROJECT_ROOT, file)}`);
+  // A section that fails ends the run, but what the sections before it measured is still written
+  // (with `failedSection` and its error), so a long run is not lost to its last section.
+  const failing = async (section: (typeof SECTIONS)[number]) => {
+    try {
+      await section.run(bench);
+    } catch (error) {
+      results.failedSection = { name: section.name, error: String((error as Error)?.stack ?? error) };
+      throw error;
+    }
+  };
+  try {
+    try {
+      for (const section of SECTIONS.filter((s) => s.shared && wants(s))) await failing(section);
+    } finally {
+      await bench.close();
+    }
+    for (const section of SECTIONS.filter((s) => !s.shared && wants(s))) await failing(section);
+  } finally {
+    results.seconds = round((now() - started) / 1000, 1);
+    mkdirSync(path.join(__dirname, 'results'), { recursive: true });
+    const file = path.join(__dirname, 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`);
+    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    console.log(renderTable(results));
+    console.log(`\nJSON: ${path.relative(PROJECT_ROOT, file)}${results.failedSection ? ` (partial: section ${results.failedSection.name} failed)` : ''}`);
+  }
 }
 
 /** Floors (a), (b) and (c), ours and the reference design, interleaved. */

@@ -30,6 +30,7 @@ export function wakeBuildPlan(age: number, period: number, rememberedAnswers: nu
 export async function seedLineage(
   options: { config: Config; database: DatabaseHandle; sessionId: string; compactions: number; initial: ChatMessage[] },
   append: (step: number) => ChatMessage[],
+  progress: (line: string) => void = () => undefined,
 ): Promise<{ headSessionId: string; generation: number; ms: number }> {
   const { config, database, sessionId } = options;
   const started = performance.now();
@@ -62,6 +63,7 @@ export async function seedLineage(
     if (answer.outcome !== 'compacted') throw new Error(`seeding ${sessionId}: compaction ${step} answered ${answer.outcome} (${answer.reason ?? ''})`);
     head = { sessionId: answer.sessionId, generation: answer.generation };
     await appendMessages(database.db, head.sessionId, append(step));
+    if (step % 1000 === 0) progress(`${sessionId}: ${step} of ${options.compactions} seeded, ${Math.round((performance.now() - started) / step)} ms each`);
   }
   return { headSessionId: head.sessionId, generation: head.generation, ms: performance.now() - started };
 }
