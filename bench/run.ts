@@ -1129,8 +1129,10 @@ async function measureWake(b: Bench): Promise<void> {
       let head = id;
       let seedMs = 0;
       if (plan.seeded > 0) {
-        const seeded = await seedLineage({ config, database, sessionId: id, compactions: plan.seeded, initial: transcript(40, id) }, (c) =>
-          transcript(6, `s${c}`),
+        const seeded = await seedLineage(
+          { config, database, sessionId: id, compactions: plan.seeded, initial: transcript(40, id) },
+          (c) => transcript(6, `s${c}`),
+          log,
         );
         head = seeded.headSessionId;
         seedMs = seeded.ms;
