@@ -29,6 +29,7 @@ import { PROJECT_ROOT } from '../src/config';
 import { openDatabase, runMigrations } from '../src/db/database';
 import { causeChain } from '../src/errors';
 import { lineageWorkflowId } from '../src/workflows/contract';
+import { REMEMBERED_ANSWERS } from '../src/workflows/lineage-queue';
 import { measureAgentsOnTemporal } from './temporal-agents';
 import { measureTokenCounting } from './token-counting';
 import { runFaults } from './faults';
@@ -36,7 +37,9 @@ import { measureRungs } from './rungs';
 import { FLOOR_TABLE_SQL, insertFloorRow } from './naive-activities';
 import { claudePeer, langGraphPeer, openaiAgentsPeer, oursPeer } from './peers';
 import { createOrderedFloorSessions, ORDERED_FLOOR_TABLES_SQL, orderedFloorAppend } from './ordered-append-floor';
+import { coresUsed, cpuSnapshot } from './proc-cpu';
 import { createReferenceDesign } from './reference-design';
+import { seedLineage, wakeBuildPlan } from './seed-lineage';
 import { floorBParts, type CallTiming, type HistoryEvent, oursParts, PARTS } from './split';
 import { promCounter, promLines, spawnBenchProcess, startBenchStack, stopProcess } from './stack';
 import { type LlmTraceEntry, type SqlTraceEntry, traceSql, wallNow } from './trace';
@@ -69,6 +72,8 @@ const SIZES = quick
       peerConcurrency: [1, 10, 100],
       peerConversations: 10,
       peerTurns: 5,
+      workerCounts: [1, 2],
+      workerSessions: 20,
     }
   : {
       rounds: 150,
@@ -88,6 +93,8 @@ const SIZES = quick
       peerConcurrency: [1, 10, 100],
       peerConversations: 40,
       peerTurns: 10,
+      workerCounts: [1, 2, 4],
+      workerSessions: 100,
     };
 if (process.env.BENCH_AGES) SIZES.ages = process.env.BENCH_AGES.split(',').map(Number);
 
@@ -214,6 +221,9 @@ async function openBench() {
     newRefSession,
     startWorker,
     stopWorker,
+    /** The pid of ours' worker process (the one startWorker started). */
+    workerPid: () => workerProcess?.pid,
+    auxPid: auxProcess.pid,
     /** The lineages of the latency section, compacted once each (the wake section's warm-up reads one). */
     latencyIds: [] as string[],
     close: async () => {
@@ -258,6 +268,12 @@ const SECTIONS: Array<{ name: string; measures: string; shared: boolean; slow?: 
   { name: 'cost', measures: 'per compaction: history events and bytes, billable actions, LLM tokens', shared: true, run: measureCost },
   { name: 'generations', measures: "summary prompt tokens over a lineage's life, and what a prompt cache serves", shared: true, run: measureGenerations },
   { name: 'throughput', measures: 'answers per second: ours, floor (b) and the reference design, at each load', shared: true, run: measureThroughput },
+  {
+    name: 'workers',
+    measures: 'throughput of ours at 100 sessions x 10 callers with 1, 2 and 4 worker processes on one task queue, and the CPU each process used',
+    shared: true,
+    run: measureWorkers,
+  },
   {
     name: 'appends',
     measures: 'appends per second: floor (c), ours and the reference design, alone and during compactions',
@@ -307,20 +323,32 @@ async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const started = now();
   const bench = await openBench();
-  try {
-    for (const section of SECTIONS.filter((s) => s.shared && wants(s))) await section.run(bench);
-  } finally {
-    await bench.close();
-  }
-  for (const section of SECTIONS.filter((s) => !s.shared && wants(s))) await section.run(bench);
   const { results } = bench;
-  results.seconds = round((now() - started) / 1000, 1);
-
-  mkdirSync(path.join(__dirname, 'results'), { recursive: true });
-  const file = path.join(__dirname, 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`);
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-  console.log(renderTable(results));
-  console.log(`\nJSON: ${path.relative(PROJECT_ROOT, file)}`);
+  // A section that fails ends the run, but what the sections before it measured is still written
+  // (with `failedSection` and its error), so a long run is not lost to its last section.
+  const failing = async (section: (typeof SECTIONS)[number]) => {
+    try {
+      await section.run(bench);
+    } catch (error) {
+      results.failedSection = { name: section.name, error: String((error as Error)?.stack ?? error) };
+      throw error;
+    }
+  };
+  try {
+    try {
+      for (const section of SECTIONS.filter((s) => s.shared && wants(s))) await failing(section);
+    } finally {
+      await bench.close();
+    }
+    for (const section of SECTIONS.filter((s) => !s.shared && wants(s))) await failing(section);
+  } finally {
+    results.seconds = round((now() - started) / 1000, 1);
+    mkdirSync(path.join(__dirname, 'results'), { recursive: true });
+    const file = path.join(__dirname, 'results', `${new Date().toISOString().replace(/[:.]/g, '-')}${quick ? '-quick' : ''}.json`);
+    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    console.log(renderTable(results));
+    console.log(`\nJSON: ${path.relative(PROJECT_ROOT, file)}${results.failedSection ? ` (partial: section ${results.failedSection.name} failed)` : ''}`);
+  }
 }
 
 /** Floors (a), (b) and (c), ours and the reference design, interleaved. */
@@ -834,6 +862,82 @@ async function measureThroughput(b: Bench): Promise<void> {
   }
 }
 
+/**
+ * Issue 41 §4: ours at SIZES.workerSessions sessions x SIZES.callers callers with 1, 2 and 4
+ * worker processes on one task queue, in the order 1, 2, 4, 4, 2, 1 (each count twice, so drift
+ * on a shared machine shows), each round on fresh sessions; and the cores each process of the
+ * stack used meanwhile (bench/proc-cpu.ts), which says where it saturates.
+ */
+async function measureWorkers(b: Bench): Promise<void> {
+  const { database, env, sessions, results, newSession } = b;
+  const counts = SIZES.workerCounts;
+  const order = [...counts, ...[...counts].reverse()];
+  log(`workers: ${SIZES.workerSessions} sessions x ${SIZES.callers} callers with ${order.join(', ')} worker processes on one task queue`);
+  const extra: ChildProcess[] = [];
+  const rounds: Array<Record<string, unknown>> = [];
+  try {
+    for (const [round_, workers] of order.entries()) {
+      while (extra.length + 1 < workers) extra.push(await spawnBenchProcess('session-worker.ts', env, { ready: 'worker ready' }));
+      while (extra.length + 1 > workers) await stopProcess(extra.pop());
+      const prefix = `bench-w${round_}-`;
+      const ids = Array.from({ length: SIZES.workerSessions }, (_, i) => `${prefix}${i}`);
+      await inBatches(ids, 20, (id) => newSession(id, 40));
+      const labels = new Map<number, string>([[b.auxPid!, 'aux worker (idle)']]);
+      labels.set(b.workerPid()!, 'worker 1');
+      extra.forEach((w, i) => labels.set(w.pid!, `worker ${i + 2}`));
+      let errors = 0;
+      const outcomes: Record<string, number> = {};
+      const before = cpuSnapshot(labels);
+      const [ms] = await timed(() =>
+        Promise.all(
+          ids.flatMap((id) =>
+            Array.from({ length: SIZES.callers }, () =>
+              sessions.compactAnswer(id).then(
+                (a) => void (outcomes[a.outcome] = (outcomes[a.outcome] ?? 0) + 1),
+                () => void errors++,
+              ),
+            ),
+          ),
+        ),
+      );
+      const cores = coresUsed(before, cpuSnapshot(labels));
+      const committed = Number(
+        ((await database.db.execute(sql`select count(*) as n from sessions where parent_session_id like ${`${prefix}%`}`)).rows[0] as { n: string }).n,
+      );
+      const callers = ids.length * SIZES.callers;
+      rounds.push({
+        workers,
+        seconds: round(ms / 1000),
+        answersPerSecond: round(callers / (ms / 1000)),
+        compactionsPerSecond: round(committed / (ms / 1000)),
+        outcomes,
+        errors,
+        cores,
+      });
+      log(`workers: ${workers}: ${round(callers / (ms / 1000))} answers/s; cores ${JSON.stringify(cores)}`);
+    }
+  } finally {
+    for (const w of extra) await stopProcess(w);
+  }
+  const mean = (workers: number, key: string) => {
+    const of = rounds.filter((r) => r.workers === workers).map((r) => r[key] as number);
+    return round(of.reduce((a, x) => a + x, 0) / of.length);
+  };
+  const byWorkers = Object.fromEntries(
+    counts.map((n) => [n, { answersPerSecond: mean(n, 'answersPerSecond'), compactionsPerSecond: mean(n, 'compactionsPerSecond') }]),
+  );
+  results.workers = {
+    sessions: SIZES.workerSessions,
+    callers: SIZES.workerSessions * SIZES.callers,
+    order,
+    rounds,
+    byWorkers,
+    // Answers per second with n workers over with 1 (the mean of each count's two rounds).
+    ratioOverOne: Object.fromEntries(counts.map((n) => [n, round(byWorkers[n].answersPerSecond / byWorkers[counts[0]].answersPerSecond)])),
+    forks: (await sessions.operator.audit()).forks,
+  };
+}
+
 /** Appends: floor (c), ours and the reference design, alone and during compactions. */
 async function measureAppends(b: Bench): Promise<void> {
   const { reference, sessions, results, newSession, newRefSession } = b;
@@ -1015,14 +1119,30 @@ async function measureWake(b: Bench): Promise<void> {
   const tuned = await SessionsClient.connect({ config, database, settings: { maxCompactionsPerRun: SIZES.period } });
   const ages = [...SIZES.ages, SIZES.period - 1];
   const wakeIds = ages.map((n, i) => `bench-wake-${i === SIZES.ages.length ? 'worst' : n}`);
-  await Promise.all(
+  // A long lineage is seeded (bench/seed-lineage.ts: the worker's compaction activity called in this process, no
+  // workflow yet) up to its last REMEMBERED_ANSWERS compactions, which take the real path: the workflow then starts
+  // from Postgres's head and carries as many answers as a lineage built wholly through it.
+  const builds = await Promise.all(
     wakeIds.map(async (id, i) => {
-      await newSession(id, 40, tuned);
+      const plan = wakeBuildPlan(ages[i], SIZES.period, REMEMBERED_ANSWERS);
+      const started = now();
       let head = id;
-      for (let c = 0; c < ages[i]; c++) {
+      let seedMs = 0;
+      if (plan.seeded > 0) {
+        const seeded = await seedLineage(
+          { config, database, sessionId: id, compactions: plan.seeded, initial: transcript(40, id) },
+          (c) => transcript(6, `s${c}`),
+          log,
+        );
+        head = seeded.headSessionId;
+        seedMs = seeded.ms;
+        log(`wake: ${id} seeded with ${plan.seeded} compactions in ${round(seedMs / 1000, 1)} s`);
+      } else await newSession(id, 40, tuned);
+      for (let c = 0; c < plan.real; c++) {
         head = (await tuned.compact(head, { force: true })).sessionId;
         await tuned.append(head, transcript(6, `w${c}`));
       }
+      return { ...plan, seedSeconds: round(seedMs / 1000, 1), buildSeconds: round((now() - started) / 1000, 1) };
     }),
   );
   await tuned.close();
@@ -1040,7 +1160,9 @@ async function measureWake(b: Bench): Promise<void> {
         compactions: ages[i],
         worstPointOfRun: i === SIZES.ages.length,
         currentRunEvents: (await historyOf(lineageWorkflowId(id))).events,
+        build: builds[i],
         ms: summary(wake[id]),
+        samples: wake[id].map((x) => round(x)),
       })),
     ),
   };
@@ -1400,7 +1522,22 @@ function renderTable(r: Record<string, any>): string {
     for (const l of r.wake.lineages)
       add(
         `wake after eviction, ${l.worstPointOfRun ? `worst point of a run (${l.compactions} compactions in it)` : `${l.compactions} compactions`}: p50 / p99 (target p99 <= 250)`,
-        `${ms(l.ms)} (${l.currentRunEvents} events)`,
+        `${ms(l.ms)} (${l.currentRunEvents} events${l.build?.seeded ? `; seeded ${l.build.seeded}, then ${l.build.real} through the workflow, built in ${l.build.buildSeconds} s` : ''})`,
+      );
+  }
+  if (r.workers) {
+    const w = r.workers;
+    for (const n of Object.keys(w.byWorkers))
+      add(
+        `workers: ours at ${w.sessions} sessions x ${w.callers / w.sessions} callers, ${n} worker process(es): answers / compactions per s (mean of ${w.order.filter((x: number) => String(x) === n).length} rounds); over 1 worker`,
+        `${w.byWorkers[n].answersPerSecond} / ${w.byWorkers[n].compactionsPerSecond}; ${w.ratioOverOne[n]}`,
+      );
+    for (const round_ of w.rounds)
+      add(
+        `workers: cores used during the round with ${round_.workers} worker process(es)`,
+        Object.entries<number>(round_.cores)
+          .map(([role, cores]) => `${role} ${cores}`)
+          .join(', '),
       );
   }
   if (r.memory) {
