@@ -241,7 +241,9 @@ export async function postgresRestartedMidCommit(size: { sessions: number }): Pr
         return new;
       end $$ language plpgsql;
       create trigger chaos_slow_commit before insert on sessions
-        for each row when (new.parent_session_id is not null) execute function chaos_slow_commit();`),
+        for each row when (new.parent_session_id is not null) execute function chaos_slow_commit();
+      -- The trigger runs as the commit function's owner (sc_compaction_commit is SECURITY DEFINER).
+      grant usage on sequence chaos_once to sc_owner;`),
     );
     await stack.startWorker();
     const ledger = new AppendLedger();

@@ -35,8 +35,9 @@ describe('an abort adopts a commit that raced it', () => {
       end $$ language plpgsql;
       create trigger slow_first_child_commit before insert on sessions
         for each row when (new.parent_session_id is not null) execute function slow_first_child_commit();
-      -- The trigger runs as the worker's login (in sc_worker), which this test's sequence is not granted to otherwise.
-      grant usage on sequence slow_first_child_commit_once to sc_worker;`);
+      -- The trigger runs as the commit function's owner (sc_owner: sc_compaction_commit is SECURITY
+      -- DEFINER), which this test's sequence is not granted to otherwise.
+      grant usage on sequence slow_first_child_commit_once to sc_owner;`);
     const root = uniqueId('ab');
     const ledger = new AppendLedger();
     await stack().client.createSession({ sessionId: root });
