@@ -19,6 +19,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { Hono, type Context } from 'hono';
 import { html, raw } from 'hono/html';
 import type { HtmlEscapedString } from 'hono/utils/html';
+import { Pool } from 'pg';
 import { loadConfig } from '../config';
 import type { CompactionDetail, CompactionView, LineageDetail, ListLineagesOptions, TranscriptRow } from '../db/lineage-queries';
 import { LINEAGE_STATUSES, OUTCOMES } from '../db/lineage-queries';
@@ -432,6 +433,30 @@ export function checkTenantTokens(tenants: readonly Pick<InspectorTenant, 'name'
   }
 }
 
+/**
+ * Each tenant's database login must be mapped to that tenant (tenant_logins): a login mapped to
+ * none reads every tenant's rows, so a tenant's token would see them all. Asked of the database
+ * itself (sc_caller_tenant, which sc_reader may call), once, before the inspector answers anything.
+ */
+export async function checkTenantLogins(tenants: readonly { name: string; databaseUrl: string }[]): Promise<void> {
+  for (const { name, databaseUrl } of tenants) {
+    const pool = new Pool({ connectionString: databaseUrl, max: 1 });
+    try {
+      const { rows } = await pool.query<{ tenant: string | null }>('SELECT sc_caller_tenant() AS tenant');
+      const tenant = rows[0]?.tenant ?? null;
+      if (tenant !== name) {
+        const setting = `INSPECTOR_TENANT_${name.toUpperCase().replaceAll('-', '_')}_DATABASE_URL`;
+        throw new InvalidInputError(
+          setting,
+          `must be a login mapped to tenant ${name} in tenant_logins; it is mapped to ${tenant === null ? 'none' : `tenant ${tenant}`}`,
+        );
+      }
+    } finally {
+      await pool.end();
+    }
+  }
+}
+
 export interface RunningInspector {
   url: string;
   close(): Promise<void>;
@@ -470,6 +495,7 @@ async function main(): Promise<void> {
   const client = await SessionsClient.connect({ config: { ...config, databaseUrl: config.inspectorDatabaseUrl } });
   // Tenant mode: each tenant's pages read through its own reader login (row-level security filters).
   checkTenantTokens(config.inspectorTenants, config.inspectorAuthToken);
+  await checkTenantLogins(config.inspectorTenants);
   const tenants = await Promise.all(
     config.inspectorTenants.map(async ({ name, token, databaseUrl }) => ({
       name,

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionsClient } from '../../src/client';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database';
 import { InvalidInputError } from '../../src/errors';
-import { createInspectorApp, startInspector } from '../../src/inspector/server';
+import { checkTenantLogins, createInspectorApp, startInspector } from '../../src/inspector/server';
 import { agentTurn } from '../support/agent-turn';
 import { uniqueId, useTestStack } from '../support/stack';
 import { createTenantLogin, dropTenantLogin, type TenantLogin } from '../support/tenant-logins';
@@ -54,7 +54,7 @@ afterAll(async () => {
 
 const app = () =>
   createInspectorApp({
-    client: stack().client,
+    client: stack().reader,
     temporalUiUrl: 'http://127.0.0.1:8233',
     authToken: operatorToken,
     tenants: (Object.keys(tokens) as TenantName[]).map((name) => ({ name, token: tokens[name], client: readers[name] })),
@@ -103,8 +103,18 @@ describe('the inspector in tenant mode', () => {
     expect({ status: rebound.status, leaked: rebound.body.includes(lineage) }).toEqual({ status: 421, leaked: false });
   });
 
+  it("refuses a tenant's database login that is not mapped to that tenant: mapped to none, it would read every tenant", async () => {
+    const acmeReader = logins[1]; // created second: acme's reader
+    await expect(checkTenantLogins([{ name: 'acme', databaseUrl: acmeReader.url }])).resolves.toBeUndefined();
+    await expect(checkTenantLogins([{ name: 'beta', databaseUrl: acmeReader.url }])).rejects.toThrow(
+      /INSPECTOR_TENANT_BETA_DATABASE_URL.*mapped to tenant acme/,
+    );
+    // The stack's own reader login is mapped to no tenant.
+    await expect(checkTenantLogins([{ name: 'acme', databaseUrl: stack().readerDatabaseUrl }])).rejects.toThrow(/mapped to none/);
+  });
+
   it("refuses to start with a tenant's token short, or the same as another's", async () => {
-    const common = { client: stack().client, temporalUiUrl: 'http://127.0.0.1:8233', bindAddress: '127.0.0.1:0', authToken: operatorToken };
+    const common = { client: stack().reader, temporalUiUrl: 'http://127.0.0.1:8233', bindAddress: '127.0.0.1:0', authToken: operatorToken };
     await expect(startInspector({ ...common, tenants: [{ name: 'acme', token: 'short', client: readers.acme }] })).rejects.toBeInstanceOf(InvalidInputError);
     await expect(
       startInspector({

@@ -35,7 +35,7 @@ interface Tenant extends TenantLogin {
 const created: Tenant[] = [];
 
 /** A login of this test in `group`, mapped to `tenant`, with a SessionsClient of its own when `withClient`. */
-async function createTenant(group: 'sc_app' | 'sc_reader', tenant: string, withClient: boolean): Promise<Tenant> {
+async function createTenant(group: 'sc_app' | 'sc_reader' | 'sc_worker', tenant: string, withClient: boolean): Promise<Tenant> {
   const result: Tenant = await createTenantLogin(stack().db.pool, stack().env.DATABASE_URL, group, tenant);
   if (withClient) {
     result.database = openDatabase(result.url);
@@ -102,6 +102,11 @@ afterAll(async () => {
 });
 
 describe('tenants', () => {
+  it("refuses a tenant's empty id as every login's, not as the name of its prefix", async () => {
+    await expect(acme.pool.query("SELECT session_create('')")).rejects.toMatchObject({ code: 'SC400' });
+    expect((await stack().db.pool.query("SELECT count(*)::int AS n FROM lineages WHERE id = 'acme:'")).rows[0].n).toBe(0);
+  });
+
   it('gives each tenant its own chat-42: no conflict, no word about the other, stored under its prefix', async () => {
     const a = await acme.client!.createSession({ sessionId: 'chat-42', source: 'service-a' });
     const b = await beta.client!.createSession({ sessionId: 'chat-42', source: 'service-b' });
@@ -210,8 +215,51 @@ describe('tenants', () => {
     expect(rows[0].report.lineages).toBe(own[0].n);
   });
 
+  it("gives a tenant's own worker (a login in sc_worker mapped to it) no other tenant's lineage through its functions", async () => {
+    const acmeWorker = await createTenant('sc_worker', 'acme', false);
+    const id = uniqueId('own-worker');
+    for (const tenant of [acme, beta]) {
+      await tenant.client!.createSession({ sessionId: id });
+      await tenant.client!.append(id, agentTurn(1));
+    }
+    const lock = async (lineageId: string) => {
+      const client = await acmeWorker.pool.connect();
+      try {
+        await client.query('BEGIN');
+        const { rows } = await client.query<{ rows: unknown[] }>('SELECT sc_compaction_lock($1, $1, 0) AS rows', [lineageId]);
+        await client.query('ROLLBACK');
+        return rows[0].rows.length;
+      } finally {
+        client.release();
+      }
+    };
+    expect({ own: await lock(`acme:${id}`), other: await lock(`beta:${id}`) }).toEqual({ own: agentTurn(1).length, other: 0 });
+    const abort = (lineageId: string) =>
+      acmeWorker.pool.query<{ answer: unknown }>('SELECT sc_job_abort($1::jsonb) AS answer', [
+        JSON.stringify({
+          jobId: `abort-${lineageId}`,
+          lineageId,
+          parentSessionId: lineageId,
+          generation: 1,
+          requestIds: [],
+          trigger: 'signal',
+          model: 'm',
+          reason: 'test',
+        }),
+      ]);
+    expect((await abort(`beta:${id}`)).rows[0].answer).toEqual({ missing: true });
+    expect((await abort(`acme:${id}`)).rows[0].answer).toMatchObject({ aborted: true, headSessionId: `acme:${id}` });
+    await expect(acmeWorker.pool.query('SELECT session_transcript($1)', [`beta:${id}`])).rejects.toMatchObject({ code: 'SC404' });
+    const { rows } = await stack().db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM compactions WHERE lineage_id = $1', [`beta:${id}`]);
+    expect(rows[0].n).toBe(0);
+  });
+
   it('refuses an application login with no tenant once tenants are on', async () => {
     // The stack's own client login is in sc_app and has no tenant.
     await expect(stack().client.transcript(uniqueId('untenanted'))).rejects.toThrow(/has no tenant, and tenants are on/);
+    // The reads that name no lineage check too: mapped to none, the row policies would show every tenant's rows.
+    await expect(stack().client.operator.listLineages()).rejects.toThrow(/has no tenant, and tenants are on/);
+    await expect(stack().client.operator.compaction('session-lineage/beta:chat-7/run/1')).rejects.toThrow(/has no tenant, and tenants are on/);
+    await expect(stack().client.operator.audit()).rejects.toThrow(/has no tenant, and tenants are on/);
   });
 });

@@ -15,7 +15,7 @@ export interface TenantLogin {
 }
 
 /** Creates a login in `group`, maps it to `tenant` in the database `admin` is connected to. */
-export async function createTenantLogin(admin: Pool, databaseUrl: string, group: 'sc_app' | 'sc_reader', tenant: string): Promise<TenantLogin> {
+export async function createTenantLogin(admin: Pool, databaseUrl: string, group: 'sc_app' | 'sc_reader' | 'sc_worker', tenant: string): Promise<TenantLogin> {
   const login = `sc_test_tenant_${tenant.replaceAll('-', '_')}_${randomUUID().slice(0, 8)}`;
   const password = randomUUID();
   await admin.query(`CREATE ROLE ${login} LOGIN PASSWORD '${password}' IN ROLE ${group}`);

@@ -31,7 +31,7 @@ function unqualifiedNames(sql: string): string[] {
   const found: string[] = [];
   sql.split('\n').forEach((line, i) => {
     if (/^\s*--/.test(line)) return;
-    const table = new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE)\\s+(${TABLES.join('|')})\\b(?!\\.)`, 'g');
+    const table = new RegExp(`\\b(?:FROM|JOIN|INTO|UPDATE|TABLE|USING)\\s+(${TABLES.join('|')})\\b(?!\\.)`, 'g');
     for (const match of line.matchAll(table)) found.push(`${i + 1}: table ${match[1]}`);
     if (/CREATE OR REPLACE FUNCTION/.test(line)) return;
     const call = new RegExp(`(?<![.\\w])(${FUNCTIONS.join('|')})\\s*\\(`, 'g');

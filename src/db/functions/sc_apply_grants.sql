@@ -52,6 +52,8 @@ BEGIN
   REVOKE ALL ON ALL FUNCTIONS IN SCHEMA public FROM PUBLIC, sc_app, sc_reader, sc_worker;
   REVOKE ALL ON ALL TABLES IN SCHEMA public FROM PUBLIC, sc_app, sc_reader, sc_worker;
   REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM PUBLIC, sc_app, sc_reader, sc_worker;
+  -- Nobody else creates objects the schema's names could resolve to (PUBLIC had CREATE here before Postgres 15).
+  REVOKE CREATE ON SCHEMA public FROM PUBLIC;
   GRANT USAGE ON SCHEMA public TO sc_app, sc_reader, sc_worker;
   GRANT USAGE, CREATE ON SCHEMA public TO sc_owner;
 

@@ -13,6 +13,9 @@ DECLARE
   v_parent jsonb;
   v_written jsonb;
 BEGIN
+  -- No id to qualify, but the tenant check all the same: an application login with no tenant is
+  -- refused once tenants are on (sc_tenant_id); the row policies filter a tenant's rows.
+  PERFORM public.sc_tenant_id(NULL);
   IF p_compaction_id IS NULL OR length(p_compaction_id) NOT BETWEEN 1 AND 300 THEN
     PERFORM public.sc_invalid('compactionId', 'must be a string of 1 to 300 characters');
   END IF;

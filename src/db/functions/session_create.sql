@@ -17,11 +17,11 @@ DECLARE
   owner text;
   g public.lineages;
 BEGIN
-  -- A tenant's login names its own lineages only (sc_tenant_id).
-  p_session_id := public.sc_tenant_id(p_session_id);
   IF p_session_id IS NULL OR p_session_id = '' THEN
     PERFORM public.sc_invalid('sessionId', 'must be a non-empty string');
   END IF;
+  -- A tenant's login names its own lineages only (sc_tenant_id); checked empty before, whole after.
+  p_session_id := public.sc_tenant_id(p_session_id);
   IF length(regexp_replace(p_session_id, '--g[0-9]+$', '')) > 128 THEN
     PERFORM public.sc_invalid('sessionId', 'must be at most 128 characters');
   END IF;

@@ -26,7 +26,7 @@ BEGIN
   IF g.closed_at IS NULL AND NOT coalesce(p_close, false) THEN
     PERFORM public.sc_invalid('close', format('session lineage %s is still open: close it first, or erase it with close to close it in the same call', to_jsonb(g.id)::text));
   END IF;
-  DELETE FROM public.messages m USING sessions s WHERE s.id = m.session_id AND s.lineage_id = g.id;
+  DELETE FROM public.messages m USING public.sessions s WHERE s.id = m.session_id AND s.lineage_id = g.id;
   GET DIAGNOSTICS n_messages = ROW_COUNT;
   DELETE FROM public.compactions WHERE lineage_id = g.id;
   GET DIAGNOSTICS n_compactions = ROW_COUNT;

@@ -17,6 +17,9 @@ DECLARE
   v_rows jsonb;
   v_count integer;
 BEGIN
+  -- No id to qualify, but the tenant check all the same: an application login with no tenant is
+  -- refused once tenants are on (sc_tenant_id); the row policies filter a tenant's rows.
+  PERFORM public.sc_tenant_id(NULL);
   IF p_limit IS NULL OR p_limit < 1 OR p_limit > 200 THEN
     PERFORM public.sc_invalid('limit', 'must be a whole number from 1 to 200');
   END IF;
